@@ -1,0 +1,387 @@
+"""GTID set text: the grammar MySQL 9.7 accepts, and the canonical text it prints.
+
+The grammar below is the one of the server's text decoder (``libs/mysql/gtids/strconv/
+gtid_text_format_conv.h`` with the interval reader of ``libs/mysql/sets/strconv/decode.h``), checked
+case by case against a real 9.7.4 server (``tests/data/gtid_golden.json``). Whitespace
+(``[ \\t\\n\\v\\f\\r]``) may appear before and after every token::
+
+    TEXT     := ","* (UUID_SET (","+ UUID_SET)*)? ","*
+    UUID_SET := UUID (":" (TAG | INTERVAL))*
+    UUID     := 8-4-4-4-12 hex digits | 32 hex digits | "{" 8-4-4-4-12 hex digits "}"
+    TAG      := [A-Za-z_][A-Za-z0-9_]{0,31}          (lowercased; applies to the intervals after it)
+    INTERVAL := NUMBER ("-" NUMBER)?                  (decimal, leading zeros allowed)
+
+Values: an interval start must be 1 .. 2^63-2; an end must be 0 .. 2^63-2; an interval whose end
+is below its start is dropped silently, as is a UUID or tag with no interval after it. Everything
+else is rejected (``ER_MALFORMED_GTID_SET_SPECIFICATION``).
+
+Parsing has two paths that accept exactly the same texts: a fast path (one compiled regular
+expression validates the whole text, then ``str.split`` and ``map(int, ...)`` extract the numbers
+in bulk) and :func:`scan`, a character-by-character reader that is only used when the fast path
+rejects the text, to say where and why it is malformed.
+
+Private module: the public API is :class:`gtid_core.gtid_set.GtidSet`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from itertools import accumulate, compress, repeat
+from operator import ge, gt, le, lt
+
+from gtid_core._intervals import format_intervals, normalize, union
+from gtid_core.errors import GtidParseError
+
+__all__ = ["MAX_GNO", "parse_text", "scan", "normalize_uuid", "normalize_tag", "format_set"]
+
+#: Largest gno the server accepts (``GNO_END - 1`` = 2^63 - 2).
+MAX_GNO = (1 << 63) - 2
+MAX_TAG_LENGTH = 32
+_inc = (1).__add__
+
+_WS = " \t\n\v\f\r"
+_W = r"[ \t\n\v\f\r]*+"
+_H = "[0-9A-Fa-f]"
+_DASHED = rf"{_H}{{8}}-{_H}{{4}}-{_H}{{4}}-{_H}{{4}}-{_H}{{12}}"
+_UUID = rf"(?:{_DASHED}|{_H}{{32}}|\{{{_DASHED}\}})"
+_TAG = r"[A-Za-z_][A-Za-z0-9_]{0,31}+(?![A-Za-z0-9_])"
+_INTERVAL = rf"[0-9]++(?:{_W}-{_W}[0-9]++)?+"
+_UUID_SET = rf"{_UUID}(?:{_W}:{_W}(?:{_TAG}|{_INTERVAL}))*+"
+_SEPS = r"[ \t\n\v\f\r,]*+"
+_TEXT_RE = re.compile(rf"{_SEPS}(?:{_UUID_SET}(?:{_W},{_SEPS}{_UUID_SET})*+)?{_SEPS}")
+_TAG_RE = re.compile(_TAG)
+# The shape servers print (dashed UUIDs, no whitespace but a newline after a comma, no empty
+# items): parsed in bulk by _parse_bulk.
+_BULK_ELEMENT = rf"(?::(?:{_TAG}|[0-9]++(?:-[0-9]++)?+))*+"
+_BULK_RE = re.compile(rf"{_DASHED}{_BULK_ELEMENT}(?:,\n?{_DASHED}{_BULK_ELEMENT})*+")
+_BULK_TAGGED_RE = re.compile(r":[a-z_]")
+_BULK_TAG_SPLIT_RE = re.compile(r":([a-z_][a-z0-9_]*)(?=:|$)")
+_json_numbers = json.JSONDecoder().decode
+_TAG_START_RE = re.compile(r"[A-Za-z_]")
+_UUID_RE = re.compile(_UUID)
+_TAG_FULL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+
+_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
+_TAG_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_TAG_CHARS = _TAG_FIRST | frozenset("0123456789")
+_DIGITS = frozenset("0123456789")
+_MAX_QUOTE = 200
+
+
+def normalize_uuid(text: str) -> str | None:
+    """Lowercase 8-4-4-4-12 form of one UUID in any spelling the server accepts, else None."""
+    if _UUID_RE.fullmatch(text) is None:
+        return None
+    return _uuid_canonical(text)
+
+
+def _uuid_canonical(u: str) -> str:
+    n = len(u)
+    if n == 36:
+        return u.lower()
+    if n == 32:
+        u = u.lower()
+        return f"{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}"
+    return u[1:37].lower()
+
+
+def normalize_tag(text: str) -> str | None:
+    """Lowercase tag if ``text`` is a valid tag (``[A-Za-z_][A-Za-z0-9_]{0,31}``), else None."""
+    if _TAG_FULL_RE.fullmatch(text) is None:
+        return None
+    return text.lower()
+
+
+def _quote(text: str) -> str:
+    if len(text) <= _MAX_QUOTE:
+        return repr(text)
+    return repr(text[:_MAX_QUOTE]) + f"... ({len(text)} characters)"
+
+
+def _error(text: str, pos: int, reason: str) -> GtidParseError:
+    here = text[pos:pos + 24]
+    where = f"at offset {pos}, before {here!r}" if here else f"at offset {pos}, at the end"
+    err = GtidParseError(
+        f"malformed GTID set {_quote(text)}: {reason} {where} "
+        "(the server rejects it with ER_MALFORMED_GTID_SET_SPECIFICATION)")
+    err.text = text
+    err.offset = pos
+    return err
+
+
+def _add(groups: dict, key: tuple, starts: list[int], lasts: list[int]) -> None:
+    g = groups.get(key)
+    if g is None:
+        groups[key] = (starts, lasts)  # may be the same list (all singletons): copied below
+    else:
+        if g[0] is g[1]:
+            g = groups[key] = (g[0], list(g[1]))
+        g[0].extend(starts)
+        g[1].extend(lasts)
+
+
+def _untagged_block(rest: str) -> tuple[list[int], list[int]]:
+    """Starts and inclusive lasts of ``1-5:7:9-10`` (already validated, whitespace allowed)."""
+    parts = rest.split(":")
+    if "-" not in rest:
+        starts = list(map(int, parts))
+        return starts, starts
+    if rest.count("-") == len(parts):
+        nums = list(map(int, rest.replace("-", ":").split(":")))
+        return nums[0::2], nums[1::2]
+    starts = []
+    lasts = []
+    for p in parts:
+        s, dash, last = p.partition("-")
+        s = int(s)
+        starts.append(s)
+        lasts.append(int(last) if dash else s)
+    return starts, lasts
+
+
+def parse_text(text: str) -> dict:
+    """Parse GTID set text into ``{(uuid, tag): canonical flat list}`` (tag '' when untagged).
+
+    Raises :class:`GtidParseError` for any text the server rejects.
+    """
+    if not text:
+        return {}
+    out = _parse_bulk(text)
+    if out is not None:
+        return out
+    if _TEXT_RE.fullmatch(text) is None:
+        return scan(text)  # raises with the position, or parses if the fast path was too strict
+    groups: dict = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        u, sep, rest = item.partition(":")
+        uuid = _uuid_canonical(u.rstrip())
+        if not sep:
+            continue
+        if _TAG_START_RE.search(rest) is None:
+            starts, lasts = _untagged_block(rest)
+            _add(groups, (uuid, ""), starts, lasts)
+            continue
+        tag = ""
+        pending: list[str] = []
+        for p in rest.split(":"):
+            p = p.strip()
+            if p[0] in _TAG_FIRST:
+                if pending:
+                    _add(groups, (uuid, tag), *_untagged_block(":".join(pending)))
+                    pending = []
+                tag = p.lower()
+            else:
+                pending.append(p)
+        if pending:
+            _add(groups, (uuid, tag), *_untagged_block(":".join(pending)))
+    out = {}
+    for key, (starts, lasts) in groups.items():
+        if not starts:
+            continue
+        if min(starts) < 1 or max(starts) > MAX_GNO or max(lasts) > MAX_GNO:
+            return scan(text)  # raises, naming the out-of-range number
+        flat = normalize(starts, lasts)
+        if flat:
+            out[key] = tuple(flat)
+    return out
+
+
+def _parse_bulk(text: str) -> dict | None:
+    """Parse the shape servers print, with every number of the whole text converted in one
+    ``json`` call and every check done by C-level passes over flat lists; None when the text has
+    another shape (or a number the checks must reject: the general path then says where)."""
+    if _BULK_RE.fullmatch(text) is None:
+        return None
+    t = text.lower()
+    if "\n" in t:
+        t = t.replace(",\n", ",")
+    items = t.split(",")
+    if _BULK_TAGGED_RE.search(t) is None:
+        items = [it for it in items if len(it) > 37]
+        keys = list(zip([it[:36] for it in items], repeat("")))
+        rests = [it[37:] for it in items]
+    else:
+        keys = []
+        rests = []
+        for it in items:
+            if len(it) <= 37:
+                continue
+            uuid = it[:36]
+            pieces = _BULK_TAG_SPLIT_RE.split(it[36:])
+            if pieces[0]:
+                keys.append((uuid, ""))
+                rests.append(pieces[0][1:])
+            for k in range(1, len(pieces), 2):
+                chunk = pieces[k + 1]
+                if chunk:
+                    keys.append((uuid, pieces[k]))
+                    rests.append(chunk[1:])
+    if not rests:
+        return {}
+    big = ":".join(rests)
+    nparts = big.count(":") + 1
+    ndash = big.count("-")
+    if ndash == nparts:
+        body = big.replace("-", ",").replace(":", ",")
+    elif ndash == 0:
+        body = big.replace(":", ",")
+    else:
+        body = ",".join([p if "-" in p else p + "," + p for p in big.split(":")]).replace("-", ",")
+    try:
+        nums = _json_numbers("[" + body + "]")
+    except ValueError:  # leading zeros: valid for the server, not for JSON
+        return None
+    if ndash == 0:
+        starts = lasts = nums
+    else:
+        starts = nums[0::2]
+        lasts = nums[1::2]
+    if min(starts) < 1 or max(starts) > MAX_GNO or max(lasts) > MAX_GNO:
+        return None
+    n = len(starts)
+    ends = list(map(_inc, lasts))
+    counts = [r.count(":") + 1 for r in rests]
+    bounds = list(accumulate(counts))
+    flat = [0] * (2 * n)
+    flat[0::2] = starts
+    flat[1::2] = ends
+    flats = [tuple(flat[2 * b:2 * e]) for b, e in zip([0] + bounds[:-1], bounds)]
+    if not (all(map(le, starts, lasts)) and all(map(lt, ends, starts[1:]))):
+        # Some segment is unsorted, overlapping, adjacent or reversed: normalise those only.
+        # (A "violation" at the first interval of a segment is just the next UUID or tag.)
+        begins = set(bounds)
+        bad = list(compress(range(n), map(gt, starts, lasts)))
+        bad += [i + 1 for i in compress(range(n - 1), map(ge, ends, starts[1:]))
+                if i + 1 not in begins]
+        for seg in {bisect_right(bounds, i) for i in bad}:
+            b = bounds[seg - 1] if seg else 0
+            e = bounds[seg]
+            flats[seg] = tuple(normalize(starts[b:e], lasts[b:e]))
+    out = dict(zip(keys, flats))
+    if len(out) != len(keys) or not all(flats):
+        out = {}
+        for key, f in zip(keys, flats):
+            if not f:
+                continue
+            mine = out.get(key)
+            out[key] = f if mine is None else union(mine, f)
+    return out
+
+
+def scan(text: str) -> dict:
+    """Reference reader: one character at a time, exactly the grammar in the module docstring.
+
+    Slow (a Python loop per character) but it knows where parsing stopped, so it is what raises
+    :class:`GtidParseError`. Returns the same mapping as :func:`parse_text` for valid text.
+    """
+    n = len(text)
+    pos = 0
+    groups: dict = {}
+
+    def skip_ws(p: int) -> int:
+        while p < n and text[p] in _WS:
+            p += 1
+        return p
+
+    def hex_run(p: int, count: int) -> int:
+        for k in range(count):
+            if p + k >= n or text[p + k] not in _HEXDIGITS:
+                raise _error(text, p + k, "expected a hex digit of a UUID")
+        return p + count
+
+    def number(p: int) -> tuple[int, int]:
+        q = p
+        while q < n and text[q] in _DIGITS:
+            q += 1
+        if q == p:
+            raise _error(text, p, "expected a number (or a tag)")
+        return int(text[p:q]), q
+
+    pos = skip_ws(pos)
+    while True:
+        while pos < n and text[pos] == ",":
+            pos = skip_ws(pos + 1)
+        if pos >= n:
+            break
+        # UUID
+        start = pos
+        if text[pos] == "{":
+            p = pos + 1
+            for count in (8, 4, 4, 4):
+                p = hex_run(p, count)
+                if p >= n or text[p] != "-":
+                    raise _error(text, p, 'expected "-" in a UUID')
+                p += 1
+            p = hex_run(p, 12)
+            if p >= n or text[p] != "}":
+                raise _error(text, p, 'expected "}" closing a UUID')
+            pos = p + 1
+        else:
+            p = hex_run(pos, 8)
+            if p < n and text[p] == "-":
+                p += 1
+                for count in (4, 4, 4):
+                    p = hex_run(p, count)
+                    if p >= n or text[p] != "-":
+                        raise _error(text, p, 'expected "-" in a UUID')
+                    p += 1
+                p = hex_run(p, 12)
+            else:
+                p = hex_run(p, 24)
+            pos = p
+        uuid = _uuid_canonical(text[start:pos])
+        tag = ""
+        pos = skip_ws(pos)
+        while pos < n and text[pos] == ":":
+            pos = skip_ws(pos + 1)
+            if pos < n and text[pos] in _TAG_FIRST:
+                q = pos + 1
+                while q < n and text[q] in _TAG_CHARS:
+                    q += 1
+                if q - pos > MAX_TAG_LENGTH:
+                    raise _error(text, pos, f"a tag is at most {MAX_TAG_LENGTH} characters")
+                tag = text[pos:q].lower()
+                pos = skip_ws(q)
+                continue
+            first, q = number(pos)
+            if first < 1 or first > MAX_GNO:
+                raise _error(text, pos, f"interval start out of range 1..{MAX_GNO}")
+            last = first
+            q = skip_ws(q)
+            if q < n and text[q] == "-":
+                q = skip_ws(q + 1)
+                last, r = number(q)
+                if last > MAX_GNO:
+                    raise _error(text, q, f"interval end out of range (at most {MAX_GNO})")
+                q = r
+            pos = skip_ws(q)
+            _add(groups, (uuid, tag), [first], [last])
+        if pos < n and text[pos] != ",":
+            raise _error(text, pos, 'expected "," or ":"')
+    out = {}
+    for key, (starts, lasts) in groups.items():
+        flat = normalize(starts, lasts)
+        if flat:
+            out[key] = tuple(flat)
+    return out
+
+
+def format_set(keys, mapping, separator: str) -> str:
+    """Server text of a set given its sorted ``(uuid, tag)`` keys: UUID printed once, untagged
+    intervals first, then each tag, blocks joined by ``separator`` (``",\\n"`` on the server)."""
+    blocks = []
+    prev = None
+    for key in keys:
+        uuid, tag = key
+        ivs = format_intervals(mapping[key])
+        piece = f":{tag}:{ivs}" if tag else f":{ivs}"
+        if uuid == prev:
+            blocks[-1] += piece
+        else:
+            blocks.append(uuid + piece)
+            prev = uuid
+    return separator.join(blocks)

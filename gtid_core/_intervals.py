@@ -1,0 +1,240 @@
+"""Interval algebra on flat tuples of half-open boundaries, the layout the server itself uses.
+
+One (uuid, tag) of a GTID set is stored as a flat tuple ``(s1, e1, s2, e2, ...)`` where each
+``[s, e)`` is half-open (``e`` is the last gno plus one, like ``Gtid_set::Interval::end``) and the
+tuple is *canonical*: strictly increasing, so intervals are sorted, disjoint and never adjacent
+(``e_i < s_{i+1}``). Every function here takes canonical tuples and returns a canonical tuple (or
+list) in time linear in the number of intervals; the common shapes (equal inputs, disjoint ranges,
+one side empty) are answered without a Python-level loop.
+
+Private module: the public API is :class:`gtid_core.gtid_set.GtidSet`.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from operator import le, lt
+
+__all__ = [
+    "normalize",
+    "union",
+    "intersection",
+    "difference",
+    "is_subset",
+    "overlaps",
+    "count",
+    "contains",
+    "format_intervals",
+]
+
+_inc = (1).__add__
+_dec = (-1).__add__
+
+
+def normalize(starts: list[int], lasts: list[int]) -> list[int]:
+    """Canonical flat list from parallel lists of starts and *inclusive* last gnos.
+
+    Mirrors ``Gtid_set::add_gno_interval``: intervals whose last is below their start are dropped
+    (the server drops them silently), overlapping or adjacent intervals are merged, order does not
+    matter. Fast path: input that is already sorted and gapped is interleaved without a loop.
+    """
+    n = len(starts)
+    if n == 0:
+        return []
+    ends = list(map(_inc, lasts))
+    if all(map(le, starts, lasts)) and all(map(lt, ends, starts[1:])):
+        flat = [0] * (2 * n)
+        flat[0::2] = starts
+        flat[1::2] = ends
+        return flat
+    pairs = sorted(zip(starts, ends))
+    out: list[int] = []
+    last_end = -1
+    for s, e in pairs:
+        if e <= s:
+            continue
+        if s <= last_end:
+            if e > last_end:
+                out[-1] = last_end = e
+        else:
+            out.append(s)
+            out.append(e)
+            last_end = e
+    return out
+
+
+def union(a: tuple, b: tuple) -> tuple:
+    """Canonical union of two canonical flat tuples (``Gtid_set::add_gtid_set`` for one sidno)."""
+    if not a or a == b:
+        return b
+    if not b:
+        return a
+    if a[-1] < b[0]:
+        return a + b
+    if b[-1] < a[0]:
+        return b + a
+    if a[-1] == b[0]:
+        return a[:-1] + b[1:]
+    if b[-1] == a[0]:
+        return b[:-1] + a[1:]
+    out: list[int] = []
+    append = out.append
+    i = j = 0
+    na, nb = len(a), len(b)
+    last_end = -1
+    while i < na and j < nb:
+        if a[i] <= b[j]:
+            s = a[i]
+            e = a[i + 1]
+            i += 2
+        else:
+            s = b[j]
+            e = b[j + 1]
+            j += 2
+        if s <= last_end:
+            if e > last_end:
+                out[-1] = last_end = e
+        else:
+            append(s)
+            append(e)
+            last_end = e
+    rest, k, nr = (a, i, na) if i < na else (b, j, nb)
+    while k < nr and rest[k] <= last_end:
+        if rest[k + 1] > last_end:
+            out[-1] = last_end = rest[k + 1]
+        k += 2
+    out.extend(rest[k:])
+    return tuple(out)
+
+
+def intersection(a: tuple, b: tuple) -> tuple:
+    """Canonical intersection of two canonical flat tuples."""
+    if not a or not b:
+        return ()
+    if a == b:
+        return a
+    if a[-1] <= b[0] or b[-1] <= a[0]:
+        return ()
+    out: list[int] = []
+    append = out.append
+    i = j = 0
+    na, nb = len(a), len(b)
+    while i < na and j < nb:
+        s = a[i] if a[i] > b[j] else b[j]
+        ea = a[i + 1]
+        eb = b[j + 1]
+        if ea < eb:
+            if s < ea:
+                append(s)
+                append(ea)
+            i += 2
+        else:
+            if s < eb:
+                append(s)
+                append(eb)
+            j += 2
+    return tuple(out)
+
+
+def difference(a: tuple, b: tuple) -> tuple:
+    """Canonical ``a - b`` of two canonical flat tuples (``Gtid_set::remove_gtid_set``)."""
+    if not a or not b:
+        return a
+    if a == b:
+        return ()
+    if a[-1] <= b[0] or b[-1] <= a[0]:
+        return a
+    out: list[int] = []
+    append = out.append
+    nb = len(b)
+    # Skip the intervals of b that end before a starts, without a Python loop.
+    j = bisect_right(b, a[0])
+    j -= j & 1
+    for i in range(0, len(a), 2):
+        s = a[i]
+        e = a[i + 1]
+        while j < nb and b[j + 1] <= s:
+            j += 2
+        while j < nb and b[j] < e:
+            bs = b[j]
+            if bs > s:
+                append(s)
+                append(bs)
+            be = b[j + 1]
+            if be >= e:
+                s = e
+                break
+            s = be
+            j += 2
+        if s < e:
+            append(s)
+            append(e)
+    return tuple(out)
+
+
+def is_subset(a: tuple, b: tuple) -> bool:
+    """True when every interval of ``a`` lies inside one interval of ``b``."""
+    if not a or a == b:
+        return True
+    if not b or a[0] < b[0] or a[-1] > b[-1]:
+        return False
+    nb = len(b)
+    if len(a) * 8 < nb:
+        # Few intervals against many: a binary search per interval of a.
+        for i in range(0, len(a), 2):
+            k = bisect_right(b, a[i])
+            if not k & 1 or b[k] < a[i + 1]:
+                return False
+        return True
+    j = 0
+    for i in range(0, len(a), 2):
+        s = a[i]
+        while j < nb and b[j + 1] <= s:
+            j += 2
+        if j >= nb or b[j] > s or b[j + 1] < a[i + 1]:
+            return False
+    return True
+
+
+def overlaps(a: tuple, b: tuple) -> bool:
+    """True when the two canonical flat tuples share at least one gno."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    if a[-1] <= b[0] or b[-1] <= a[0]:
+        return False
+    i = j = 0
+    na, nb = len(a), len(b)
+    while i < na and j < nb:
+        if a[i + 1] <= b[j]:
+            i += 2
+        elif b[j + 1] <= a[i]:
+            j += 2
+        else:
+            return True
+    return False
+
+
+def count(flat: tuple) -> int:
+    """Number of gnos in a canonical flat tuple (exact, any size)."""
+    return sum(flat[1::2]) - sum(flat[0::2])
+
+
+def contains(flat: tuple, gno: int) -> bool:
+    """True when ``gno`` is in the canonical flat tuple (``Gtid_set::contains_gtid``)."""
+    return bool(bisect_right(flat, gno) & 1)
+
+
+def format_intervals(flat: tuple) -> str:
+    """Server text of one canonical flat tuple: ``1-5:7:9-10`` (``Gtid_set::to_string``)."""
+    starts = flat[0::2]
+    lasts = list(map(_dec, flat[1::2]))
+    if len(starts) == 1:
+        s = starts[0]
+        last = lasts[0]
+        return str(s) if s == last else f"{s}-{last}"
+    if starts == lasts:
+        return ":".join(map(str, starts))
+    if not any(map(int.__eq__, starts, lasts)):
+        return ":".join(map("%d-%d".__mod__, zip(starts, lasts)))
+    return ":".join([str(s) if s == last else f"{s}-{last}" for s, last in zip(starts, lasts)])

@@ -1,0 +1,990 @@
+"""The audit's checks: pure functions from typed snapshots to :class:`Finding` records.
+
+Two entry points, called by the audit job once per server and once per replication channel::
+
+    run_server_checks(server, previous) -> list[Finding]
+    run_pair_checks(replica, channel, source, relay_tail, fleet) -> list[Finding]
+
+**Read order and what it means for soundness.** The collector reads a replica BEFORE its source.
+Between the two reads the source can only have gained transactions (its gtid_executed grows), and
+its gtid_purged can only have grown. So a set computed as "replica minus source" (errant
+transactions, ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER) can only be *smaller* than the truth: a
+positive is trustworthy, and a transaction committed on the replica between the reads can be
+missed until the next run. A set computed as "source's purged minus replica" can be *larger*
+than the truth if the source purged, between the two reads, binary logs holding transactions
+the replica received after it was read; that needs a replica lagging by the source's whole
+binary-log retention, itself a real problem, and each such check says so.
+
+``CHECKS`` is the registry (``gtid-audit explain CHECK_ID``). Every check function's docstring
+says what it proves, what it cannot see, and the server behaviour it mirrors; docs/checks.md is
+the long form.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping, Sequence
+
+from gtid_core.errors import SnapshotError
+from gtid_core.findings import Finding, Severity, empty_transaction_sql
+from gtid_core.gtid_set import GtidSet
+from gtid_core.reconnect import (
+    ER_MASTER_HAS_PURGED_REQUIRED_GTIDS,
+    ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER,
+    ReconnectKind,
+    announced_gtid_set,
+    simulate_auto_position_reconnect,
+)
+from gtid_core.relay_log import ParserState, RelayLogEvent, gtid_of_event, parse_relay_log
+from gtid_core.snapshots import ChannelSnapshot, Gtid, ServerSnapshot
+
+__all__ = [
+    "CHECKS",
+    "CheckInfo",
+    "FleetContext",
+    "run_pair_checks",
+    "run_server_checks",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Registry
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """What ``gtid-audit explain CHECK_ID`` prints about one check."""
+
+    check_id: str
+    version: int
+    default_severity: Severity
+    scope: str  # "server" (one server, maybe against its previous snapshot) or "pair" (a channel)
+    title: str
+    meaning: str
+    server_error: str | None
+    remediation: str
+
+
+def _info(check_id: str, severity: Severity, scope: str, title: str, meaning: str, server_error: str | None,
+          remediation: str, version: int = 1) -> CheckInfo:
+    return CheckInfo(check_id, version, severity, scope, title, meaning, server_error, remediation)
+
+
+_REPROVISION = (
+    "Reprovision the replica from a recent backup of the source (or of a server that has every "
+    "transaction), or copy the missing transactions from a server whose binary logs still hold them. "
+    "Do not add the missing GTIDs to the replica's gtid_purged: that hides the gap, the data stays missing."
+)
+
+CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
+    _info("replica_has_more_gtids", Severity.CRITICAL, "pair",
+          "Source would refuse this replica: replica has GTIDs the source lacks",
+          "On the next AUTO_POSITION connect the source's dump thread compares the replica's set "
+          "(Retrieved_Gtid_Set ∪ gtid_executed) with its own gtid_executed: the whole set on 5.6, only "
+          "the source's own server_uuid from 5.7 on. This replica fails that comparison.",
+          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (1885), reported by the replica as fatal error 1236 / 13114",
+          "Find out why the replica has those transactions (source binary log lost after a crash with "
+          "sync_binlog != 1, writes on the replica). Replicate what the source lost back to it, or commit "
+          "empty transactions with those GTIDs on the source (SQL in the finding)."),
+    _info("source_purged_required_gtids", Severity.CRITICAL, "pair",
+          "Source would refuse this replica: it purged transactions the replica lacks",
+          "The source's gtid_purged (transactions no longer in its binary logs) is not a subset of the "
+          "replica's set, or no binary log's Previous_gtids is: on reconnect the source cannot send them.",
+          "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (1789), reported as fatal error 1236 / 13114 "
+          "'... the source purged required binary logs'",
+          _REPROVISION),
+    _info("silent_purged_gap", Severity.CRITICAL, "pair",
+          "Replica silently lacks transactions the source purged (source older than 5.6.22)",
+          "The source is older than 5.6.22 and does not check gtid_purged on connect. It streams from its "
+          "first binary log (empty Previous_gtids after SET GLOBAL gtid_purged) and the replica never "
+          "receives the purged transactions it lacks. Replication looks healthy.",
+          None, _REPROVISION + " Upgrade the source to 5.6.22 or later."),
+    _info("errant_transactions", Severity.CRITICAL, "pair",
+          "Errant transactions: replica has transactions its source never executed",
+          "(replica gtid_executed ∪ Retrieved_Gtid_Set) minus the source's gtid_executed, excluding "
+          "GTIDs the replica assigns to anonymous transactions. On 5.7+ they do not stop replication "
+          "(only the source's uuid is compared) and stay silent until a failover makes this replica a "
+          "source, or makes another server its replica.",
+          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover (or now, on a 5.6 source)",
+          "Check what the transactions changed. If they are harmless or wanted everywhere, commit empty "
+          "transactions with these GTIDs on the source and on every other replica (SQL in the finding); "
+          "if they must not exist, reprovision the replica."),
+    _info("incomplete_relay_log_tail", Severity.WARNING, "pair",
+          "Relay log ends inside a transaction",
+          "The transaction boundary parser over the newest relay log ends in GTID, DDL or DML: the "
+          "receiver stopped in the middle of a transaction. Before 5.6.15 the dangling GTID is already in "
+          "Retrieved_Gtid_Set and is never fetched again (silent loss); 5.6.15-5.7.5 re-fetch it through "
+          "a workaround that Bug #72392 breaks; from 5.7.6 the GTID is not retrieved until complete.",
+          None,
+          "Before 5.7.6: make sure the dangling GTID is fetched again (remove it from the relay logs by "
+          "RESET REPLICA after the applier caught up, then START REPLICA). From 5.7.6: restart the "
+          "receiver (START REPLICA IO_THREAD); the partial group is fetched again."),
+    _info("replica_gtid_history_lost", Severity.WARNING, "pair",
+          "Replica's gtid_executed lost transactions it received and applied",
+          "Retrieved_Gtid_Set is not contained in gtid_executed although the applier has applied "
+          "everything in the relay log: the replica's GTID history was reset (RESET MASTER / RESET BINARY "
+          "LOGS AND GTIDS). The data is there but the history is not; once the relay logs are gone the "
+          "source will send those transactions again. On 5.6.15-5.7.5 (Bug #72392) the last retrieved "
+          "transaction is re-fetched and applied twice at the next reconnect.",
+          None,
+          "Restore the history: SET GLOBAL gtid_purged = '+<lost set>' on the replica (8.0+; on older "
+          "servers after RESET MASTER set the whole set), after checking the data really contains those "
+          "transactions. On 5.6.15-5.7.5 do it before the replica reconnects."),
+    _info("replica_gtid_holes", Severity.WARNING, "pair",
+          "Replica lacks source transactions below its highest GTID",
+          "For a UUID, the source has intervals that the replica neither executed nor retrieved although "
+          "the replica has higher numbers of that UUID: transactions were skipped or lost.",
+          None,
+          "If the source still has them in its binary logs, STOP REPLICA; START REPLICA with "
+          "AUTO_POSITION fetches them. Otherwise reprovision."),
+    _info("replication_error", Severity.CRITICAL, "pair",
+          "Replication thread failed with an error",
+          "The receiver (IO) or applier (SQL) thread reports an error (Last_IO_Errno / Last_SQL_Errno).",
+          "whatever the thread reports (e.g. 1236 / 13114 'source purged required binary logs')",
+          "Read the error; for 'purged required binary logs' reprovision; for 'more GTIDs than the source' "
+          "see replica_has_more_gtids."),
+    _info("replication_stopped", Severity.WARNING, "pair",
+          "Replication thread stopped without an error",
+          "Replica_IO_Running or Replica_SQL_Running is No and no error is recorded: someone stopped it.",
+          None, "Start it (START REPLICA) or remove the channel if it is no longer wanted."),
+    _info("gtid_executed_regressed", Severity.CRITICAL, "server",
+          "gtid_executed lost GTIDs since the previous run",
+          "GTIDs that were in this server's gtid_executed at the previous run are gone (RESET MASTER, "
+          "restore from an older backup, or a lost binary log).",
+          None,
+          "Find out what happened; if the data still contains those transactions restore them with "
+          "SET GLOBAL gtid_purged = '+<set>'; otherwise treat the server as restored from an older backup."),
+    _info("gtid_purged_jumped", Severity.WARNING, "server",
+          "gtid_purged gained GTIDs this server never executed",
+          "gtid_purged now holds GTIDs that were not in gtid_executed at the previous run, and normal "
+          "purging cannot explain them (binary logs of the previous run still exist, or the binary-log "
+          "numbering went back): SET GLOBAL gtid_purged after a RESET / restore.",
+          "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS on replicas lacking them (silent before 5.6.22)",
+          "Make sure every replica of this server has the jumped set (see source_purged_required_gtids)."),
+    _info("source_uuid_went_back", Severity.CRITICAL, "server",
+          "Server's own GTID numbers went back",
+          "The highest gno of the server's own server_uuid is lower than at the previous run. New "
+          "transactions will reuse GTIDs its replicas already have, and replicas silently skip them.",
+          None,
+          "Stop writes; restore the history with SET GLOBAL gtid_purged = '+<lost set>' so that new "
+          "transactions get new numbers."),
+    _info("gtid_mode_off", Severity.WARNING, "server",
+          "GTID mode is not ON",
+          "gtid_mode is OFF, OFF_PERMISSIVE or ON_PERMISSIVE: transactions without GTIDs escape every "
+          "check of this audit and AUTO_POSITION cannot be used.",
+          None, "Move gtid_mode to ON one step at a time (5.7.6+: OFF_PERMISSIVE, ON_PERMISSIVE, ON)."),
+    _info("config_enforce_gtid_consistency_off", Severity.WARNING, "server",
+          "enforce_gtid_consistency is not ON",
+          "Statements that cannot be logged safely with GTIDs are allowed (OFF) or only warned about (WARN).",
+          None, "SET PERSIST enforce_gtid_consistency = ON after fixing the applications that warn."),
+    _info("config_sync_binlog", Severity.WARNING, "server",
+          "sync_binlog is not 1",
+          "After an OS crash or power loss the binary log can lose transactions its replicas already "
+          "received: the replicas then have more GTIDs than the source.",
+          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a crash", "SET PERSIST sync_binlog = 1."),
+    _info("config_innodb_flush_log_at_trx_commit", Severity.WARNING, "server",
+          "innodb_flush_log_at_trx_commit is not 1",
+          "After a crash InnoDB can lose committed transactions whose GTIDs replicas already have, and "
+          "gtid_executed and the data can disagree.",
+          None, "SET PERSIST innodb_flush_log_at_trx_commit = 1."),
+    _info("config_auto_position_off", Severity.WARNING, "pair",
+          "Channel does not use AUTO_POSITION",
+          "The channel positions by file and offset: the GTID checks the source makes on connect do not "
+          "run, and repointing after a failover can silently skip or repeat transactions.",
+          None, "STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_AUTO_POSITION = 1; START REPLICA."),
+    _info("config_relay_log_recovery_off", Severity.WARNING, "pair",
+          "relay_log_recovery is OFF with FILE repositories",
+          "After a crash the replica trusts relay logs and position files that may be incomplete or "
+          "behind the data.",
+          None, "Set relay_log_info_repository = TABLE and relay_log_recovery = ON (restart needed)."),
+    _info("config_parallel_applier_without_commit_order", Severity.WARNING, "pair",
+          "Parallel applier without replica_preserve_commit_order",
+          "With several applier workers and commit order not preserved, the replica commits out of order: "
+          "gtid_executed has gaps while it runs, and a crash or a STOP leaves holes.",
+          None, "SET PERSIST replica_preserve_commit_order = ON (needs the applier stopped)."),
+]})
+
+
+@dataclass(frozen=True)
+class FleetContext:
+    """What a pair check needs to know about the fleet beyond the two servers.
+
+    ``uuid_registry`` maps a server_uuid to the inventory name of the server that owns it (used to
+    attribute errant GTIDs). ``replica_name`` / ``source_name`` override the snapshots' names.
+    ``other_channels_gtids`` is what the replica legitimately gets through its *other* channels
+    (multi-source replication: the union of those channels' sources' gtid_executed); those GTIDs
+    are not errant for this channel.
+    """
+
+    uuid_registry: Mapping[str, str] = field(default_factory=dict)
+    replica_name: str | None = None
+    source_name: str | None = None
+    other_channels_gtids: GtidSet | None = None
+
+    def owner_of(self, uuid: str) -> str | None:
+        """The inventory name of the server owning ``uuid`` (case-insensitive), or None."""
+        return self.uuid_registry.get(uuid) or self.uuid_registry.get(uuid.lower())
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+def _text(s: GtidSet | None) -> str | None:
+    return s.to_text(multiline=False) if s is not None else None
+
+
+def _short(s: GtidSet, limit: int = 300) -> str:
+    text = s.to_text(multiline=False)
+    return text if len(text) <= limit else text[:limit] + f"... ({s.count()} GTIDs)"
+
+
+def _finding(check_id: str, server: str, title: str, detail: str, *, severity: Severity | None = None,
+             source: str | None = None, channel: str | None = None, gtid_set: GtidSet | None = None,
+             evidence: Mapping | None = None, remediation: str | None = None) -> Finding:
+    info = CHECKS[check_id]
+    return Finding(
+        check_id=check_id,
+        severity=severity or info.default_severity,
+        server=server,
+        source=source,
+        channel=channel,
+        title=title,
+        detail=detail,
+        gtid_set=gtid_set,
+        gtid_count=gtid_set.count() if gtid_set is not None else None,
+        evidence=dict(evidence or {}),
+        remediation=remediation if remediation is not None else info.remediation,
+        check_version=info.version,
+    )
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Everything a pair check reads, resolved once."""
+
+    replica: ServerSnapshot
+    channel: ChannelSnapshot
+    source: ServerSnapshot | None
+    fleet: FleetContext
+    replica_name: str
+    source_name: str | None
+
+    @property
+    def channel_name(self) -> str:
+        return self.channel.channel_name
+
+    @property
+    def executed(self) -> GtidSet | None:
+        """The replica's gtid_executed: the union of both reads (it only grows between them)."""
+        a, b = self.replica.gtid_executed, self.channel.executed_gtid_set
+        if a is None:
+            return b
+        return a if b is None else a | b
+
+    @property
+    def retrieved(self) -> GtidSet | None:
+        return self.channel.retrieved_gtid_set
+
+    @property
+    def replica_set(self) -> GtidSet | None:
+        """Retrieved_Gtid_Set ∪ gtid_executed (None when gtid_executed is unknown)."""
+        if self.executed is None:
+            return None
+        return self.executed | (self.retrieved or GtidSet.EMPTY)
+
+    def finding(self, check_id: str, title: str, detail: str, **kw) -> Finding:
+        return _finding(check_id, self.replica_name, title, detail, source=self.source_name,
+                        channel=self.channel_name, **kw)
+
+    def base_evidence(self) -> dict:
+        ev = {
+            "replica_gtid_executed": _text(self.executed),
+            "replica_retrieved_gtid_set": _text(self.retrieved),
+            "replica_version": str(self.replica.version) if self.replica.version else None,
+        }
+        if self.source is not None:
+            ev.update(
+                source_gtid_executed=_text(self.source.gtid_executed),
+                source_gtid_purged=_text(self.source.gtid_purged),
+                source_version=str(self.source.version) if self.source.version else None,
+                source_server_uuid=self.source.server_uuid,
+            )
+        return ev
+
+
+# --------------------------------------------------------------------------------------------
+# Pair checks
+# --------------------------------------------------------------------------------------------
+
+def _last_retrieved_gtid(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> Gtid | None:
+    """The last GTID the receiver wrote: the last Gtid event of the relay log tail, else
+    LAST_QUEUED_TRANSACTION."""
+    if relay_tail:
+        for event in reversed(relay_tail):
+            try:
+                gtid = gtid_of_event(event)
+            except SnapshotError:  # an unreadable Info: fall back to the channel's own report
+                break
+            if gtid is not None:
+                return gtid
+    return pair.channel.last_queued_gtid
+
+
+def check_replica_has_more_gtids(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+    """replica_has_more_gtids: the source would refuse this replica with
+    ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER on its next AUTO_POSITION connect.
+
+    Mirrors ``Binlog_sender::check_start_file`` (5.7+: only the GTIDs of the source's own
+    server_uuid -- every tag of it on 8.3+, as a real 9.7.4 source refuses an unknown
+    ``source_uuid:tag:N`` -- are compared with the source's gtid_executed) and 5.6's ``com_binlog_dump_gtid``
+    (the replica's whole set must be a subset), on the set the replica would announce
+    (:func:`announced_gtid_set`, including the 5.6.15-5.7.5 last-retrieved-GTID rule).
+
+    Sound: the replica is read before its source, whose gtid_executed can only have grown, so the
+    offending set computed here is at most the true one; a positive is trustworthy. Blind spots:
+    the source's gtid_owned (in-flight transactions it would also count) is not read; a channel
+    without AUTO_POSITION does not run this check on the server and is skipped here.
+    """
+    if pair.source is None or pair.channel.auto_position is False or pair.replica_set is None:
+        return []
+    announced = announced_gtid_set(pair.executed, pair.retrieved or GtidSet.EMPTY,
+                                   replica_version=pair.replica.version,
+                                   last_retrieved_gtid=_last_retrieved_gtid(pair, relay_tail))
+    outcome = simulate_auto_position_reconnect(pair.source, announced)
+    if outcome.kind is not ReconnectKind.REPLICA_HAS_MORE_GTIDS:
+        return []
+    offending = outcome.offending
+    detail = (
+        f"On its next connect with AUTO_POSITION, source {pair.source_name} will refuse replica "
+        f"{pair.replica_name} with {ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER}: the replica has "
+        f"{offending.count()} transaction(s) the source does not ({_short(offending)}). Rule applied: "
+        f"{outcome.rule}. This usually means the source lost the end of its binary log (crash with "
+        f"sync_binlog != 1) or the replica was written to directly."
+    )
+    ev = pair.base_evidence()
+    ev["replica_announced_gtid_set"] = _text(announced)
+    return [pair.finding(
+        "replica_has_more_gtids", f"{pair.source_name} would refuse {pair.replica_name}: replica has more GTIDs",
+        detail, gtid_set=offending, evidence=ev,
+        remediation=CHECKS["replica_has_more_gtids"].remediation + "\n" + empty_transaction_sql(offending),
+    )]
+
+
+def check_source_purged_required_gtids(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+    """source_purged_required_gtids / silent_purged_gap: the replica lacks transactions the source
+    no longer has in its binary logs.
+
+    Mirrors the 5.6.22+ check in ``Binlog_sender::check_start_file`` (gtid_purged must be a subset
+    of the announced set -> ER_MASTER_HAS_PURGED_REQUIRED_GTIDS) and, when it passes, the scan of
+    ``find_first_log_not_in_gtid_set`` (no binary log whose Previous_gtids is a subset -> the
+    same error). A source older than 5.6.22 does not check: its first binary log after
+    ``SET GLOBAL gtid_purged`` has an empty Previous_gtids, so it streams and the replica silently
+    never receives the purged GTIDs it lacks: ``silent_purged_gap``.
+
+    Evaluated independently of replica_has_more_gtids (the server stops at the first refusal; the
+    audit reports both problems). Sound: purged GTIDs are in no binary log of the source, so a
+    replica lacking them can never get them from it. Blind spot: the source is read after the
+    replica; if it purged, between the two reads, logs holding transactions the replica received
+    in between, the finding is a false positive -- possible only for a replica lagging by the
+    source's whole binary-log retention.
+    """
+    if pair.source is None or pair.channel.auto_position is False or pair.replica_set is None:
+        return []
+    source = pair.source
+    announced = announced_gtid_set(pair.executed, pair.retrieved or GtidSet.EMPTY,
+                                   replica_version=pair.replica.version,
+                                   last_retrieved_gtid=_last_retrieved_gtid(pair, relay_tail))
+    ev = pair.base_evidence()
+    ev["replica_announced_gtid_set"] = _text(announced)
+    purged = source.gtid_purged
+    missing = purged - announced if purged is not None else None
+    checks_purged = source.version is None or source.version.checks_purged_on_connect
+    if missing:
+        if checks_purged:
+            detail = (
+                f"Source {pair.source_name} has purged {missing.count()} transaction(s) that replica "
+                f"{pair.replica_name} does not have ({_short(missing)}). On its next connect the source will "
+                f"refuse it with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS} (fatal error 1236 'purged required "
+                f"binary logs'). The replica cannot catch up from this source."
+            )
+            return [pair.finding("source_purged_required_gtids",
+                                 f"{pair.source_name} purged transactions {pair.replica_name} lacks",
+                                 detail, gtid_set=missing, evidence=ev)]
+        detail = (
+            f"Source {pair.source_name} runs MySQL {source.version}, older than 5.6.22, which does not check "
+            f"gtid_purged when a replica connects. Replica {pair.replica_name} lacks {missing.count()} "
+            f"transaction(s) the source purged or was told it has (SET GLOBAL gtid_purged: {_short(missing)}). "
+            f"The source streams what it has and the replica silently never receives them: replication looks "
+            f"healthy but the replica is missing data."
+        )
+        return [pair.finding("silent_purged_gap", f"{pair.replica_name} silently lacks transactions "
+                             f"{pair.source_name} purged", detail, gtid_set=missing, evidence=ev)]
+    outcome = simulate_auto_position_reconnect(source, announced)
+    if outcome.kind is ReconnectKind.SOURCE_PURGED_REQUIRED:
+        gap = outcome.missing if outcome.missing else None
+        detail = (
+            f"No binary log of source {pair.source_name} starts at a point replica {pair.replica_name} has "
+            f"reached (no Previous_gtids is a subset of the replica's set). On its next connect the source "
+            f"will refuse it with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}."
+        )
+        return [pair.finding("source_purged_required_gtids",
+                             f"{pair.source_name} has no binary log to serve {pair.replica_name}",
+                             detail, gtid_set=gap, evidence=ev)]
+    return []
+
+
+def _anonymous_assigned_uuid(pair: _Pair) -> str | None:
+    kind = pair.channel.assign_gtids_to_anonymous_transactions_type
+    if kind == "LOCAL":
+        return pair.replica.server_uuid
+    if kind == "UUID":
+        return pair.channel.assign_gtids_to_anonymous_transactions_value
+    return None
+
+
+def check_errant_transactions(pair: _Pair) -> list[Finding]:
+    """errant_transactions: transactions the replica has (executed or retrieved) that its source
+    never executed, each UUID attributed to the fleet server that owns it.
+
+    Computes ``(gtid_executed ∪ Retrieved_Gtid_Set) - source.gtid_executed`` over every UUID and
+    tag, the whole set (unlike the 5.7+ reconnect rule, which looks only at the source's own
+    UUID). GTIDs the replica assigns to anonymous transactions (ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS
+    = LOCAL: the replica's own uuid; = UUID: the configured one) and GTIDs it gets through its other
+    channels (``FleetContext.other_channels_gtids``) are not errant.
+
+    Sound: the source is read after the replica and its gtid_executed only grows, so every GTID
+    reported was missing on the source at a moment when the replica already had it. Blind spots:
+    with ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS = LOCAL, local writes on the replica share its uuid
+    with the assigned GTIDs and are not reported; a write on the replica between the two reads is
+    seen at the next run; a source that ran RESET MASTER looks as if the replica were errant (see
+    gtid_executed_regressed on the source).
+    """
+    if pair.source is None or pair.source.gtid_executed is None or pair.replica_set is None:
+        return []
+    errant = pair.replica_set - pair.source.gtid_executed
+    if pair.fleet.other_channels_gtids is not None:
+        errant = errant - pair.fleet.other_channels_gtids
+    assigned_uuid = _anonymous_assigned_uuid(pair)
+    excluded = None
+    if assigned_uuid:
+        excluded = errant.for_uuid(assigned_uuid)
+        errant = errant - excluded
+    if not errant:
+        return []
+    attribution = []
+    for uuid in sorted(errant.uuids()):
+        owner = pair.fleet.owner_of(uuid)
+        if owner is None and uuid == pair.replica.server_uuid:
+            owner = pair.replica_name
+        part = errant.for_uuid(uuid)
+        attribution.append(f"{uuid} ({owner or 'not in the fleet registry'}): {part.count()} GTID(s) {_short(part, 120)}")
+    on_56_rule = pair.source.version is not None and not pair.source.version.slave_has_more_checks_own_uuid_only
+    consequence = (
+        "The source's version compares the replica's whole set, so it refuses this replica on reconnect."
+        if on_56_rule else
+        "Replication keeps running (the source compares only its own server_uuid), so nothing fails until a "
+        "failover promotes this replica or makes another server replicate from it; then these transactions "
+        "are refused or replicated where they should not be."
+    )
+    detail = (
+        f"Replica {pair.replica_name} has {errant.count()} transaction(s) that its source {pair.source_name} "
+        f"never executed: " + "; ".join(attribution) + f". {consequence}"
+    )
+    ev = pair.base_evidence()
+    ev["errant_attribution"] = "\n".join(attribution)
+    if excluded:
+        ev["excluded_anonymous_assigned"] = _text(excluded)
+    targets = ", ".join(x for x in [pair.source_name, "every other replica of the topology"] if x)
+    remediation = (
+        CHECKS["errant_transactions"].remediation
+        + f"\nRun on {targets} (not on {pair.replica_name}):\n" + empty_transaction_sql(errant)
+    )
+    return [pair.finding("errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
+                         detail, gtid_set=errant, evidence=ev, remediation=remediation)]
+
+
+def _synchronised(tail: Sequence[RelayLogEvent]) -> list[RelayLogEvent]:
+    """The tail from a point where the parser state is known: from the start when the first row is
+    a file's first event (Pos 4), else from the first Gtid-type event."""
+    if not tail or tail[0].pos <= 4:
+        return list(tail)
+    for i, event in enumerate(tail):
+        if event.event_type.strip().lower() in ("gtid", "gtid_tagged_log_event", "anonymous_gtid"):
+            return list(tail[i:])
+    return []
+
+
+def check_incomplete_relay_log_tail(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+    """incomplete_relay_log_tail: the newest relay log ends inside a transaction.
+
+    Runs the server's Transaction_boundary_parser (:func:`parse_relay_log`) over the tail rows.
+    Severity follows the replica's version, as the seeds document:
+
+    * before 5.6.15: critical -- the receiver added the GTID to Retrieved_Gtid_Set when the Gtid
+      event arrived; the replica announces it on reconnect and the source never sends it again.
+    * 5.6.15 .. 5.7.5: warning -- the replica leaves its last retrieved GTID out of the announced set
+      when it is not in gtid_executed, so it is fetched again; Bug #72392 breaks that after a RESET.
+    * 5.7.6+: warning while the receiver is stopped (the group is re-fetched and truncated at
+      restart, but the applier is stuck behind it); critical if the dangling GTID is nonetheless in
+      Retrieved_Gtid_Set; nothing while the receiver runs (the read caught a transaction in flight).
+
+    Blind spots: the tail must reach the end of the newest relay log; rows that start mid-file are
+    read from their first Gtid event on; a dangling anonymous transaction has no GTID to report.
+    """
+    if not relay_tail:
+        return []
+    events = _synchronised(relay_tail)
+    try:
+        result = parse_relay_log(events)
+    except SnapshotError as exc:
+        return [pair.finding("incomplete_relay_log_tail", f"Relay log tail of {pair.replica_name} is unreadable",
+                             f"The relay log tail of replica {pair.replica_name} (channel {pair.channel.label}) "
+                             f"could not be parsed, so whether it ends inside a transaction is unknown: {exc}",
+                             severity=Severity.INFO, evidence={"error": str(exc)})]
+    if result.state is ParserState.ERROR:
+        last = result.last_event
+        where = f"{last.log_name}:{last.pos} {last.event_type}" if last else "?"
+        return [pair.finding("incomplete_relay_log_tail", f"Relay log tail of {pair.replica_name} is not parseable",
+                             f"The transaction boundary parser stopped in state ERROR at {where} in the relay log of "
+                             f"replica {pair.replica_name}: an event it does not know. Whether the log ends inside a "
+                             "transaction is unknown.", severity=Severity.INFO, evidence={"last_event": where})]
+    if not result.ends_inside_transaction:
+        return []
+    version = pair.replica.version
+    gtid = result.dangling_gtid
+    retrieved = pair.retrieved
+    executed = pair.executed
+    in_retrieved = gtid is not None and retrieved is not None and gtid in retrieved
+    if gtid is not None and executed is not None and gtid in executed:
+        return []  # the transaction is applied; nothing can be lost
+    running = pair.channel.receiver_running
+    if version is not None and not version.has_boundary_parser:
+        if version.leaves_out_last_retrieved_gtid:
+            severity = Severity.WARNING
+            why = (f"MySQL {version} leaves its last retrieved GTID out of the set it announces when that GTID is "
+                   "not in gtid_executed, so the transaction is fetched again on reconnect -- unless gtid_executed "
+                   "was reset (Bug #72392).")
+        else:
+            severity = Severity.CRITICAL
+            why = (f"MySQL {version} added the GTID to Retrieved_Gtid_Set when its Gtid event arrived: the replica "
+                   "announces it on reconnect and the source never sends the rest of the transaction. It will be "
+                   "silently missing.")
+    elif in_retrieved:
+        severity = Severity.CRITICAL
+        why = ("The dangling GTID is in Retrieved_Gtid_Set although its transaction is incomplete: the replica "
+               "announces it on reconnect and will not receive the rest.")
+    elif running:
+        return []
+    else:
+        severity = Severity.WARNING
+        why = ("The receiver is stopped in the middle of the transaction; the boundary parser kept the GTID out "
+               "of Retrieved_Gtid_Set, so it is fetched again when the receiver restarts, but the applier "
+               "waits until then, and the source must still have it.")
+    start = result.dangling_start
+    where = f"{start.log_name}:{start.pos}" if start is not None else "?"
+    detail = (
+        f"The relay log of replica {pair.replica_name} (channel {pair.channel.label}) ends inside a transaction "
+        f"(parser state {result.state}) that starts at {where}"
+        + (f" with GTID {gtid}" if gtid else " without a GTID")
+        + f". {why}"
+    )
+    ev = pair.base_evidence()
+    ev.update(parser_state=str(result.state), dangling_gtid=str(gtid) if gtid else None,
+              dangling_start=where, receiver_running=running,
+              last_event=f"{result.last_event.log_name}:{result.last_event.pos} {result.last_event.event_type}"
+              if result.last_event else None)
+    return [pair.finding("incomplete_relay_log_tail",
+                         f"Relay log of {pair.replica_name} ends inside a transaction", detail,
+                         severity=severity, gtid_set=gtid.as_set() if gtid else None, evidence=ev)]
+
+
+def check_replica_gtid_history_lost(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+    """replica_gtid_history_lost: Retrieved_Gtid_Set ⊄ gtid_executed although the applier has applied
+    everything the receiver wrote.
+
+    On a healthy replica every retrieved GTID ends in gtid_executed once the applier has caught up
+    (a skipped or filtered transaction is committed empty with its GTID). If retrieved GTIDs are
+    missing from gtid_executed with an idle applier, gtid_executed lost history: RESET MASTER /
+    RESET BINARY LOGS AND GTIDS on the replica (observed on 9.7: Retrieved_Gtid_Set and the relay
+    logs are kept, replication goes on, nothing errors). Uses Retrieved_Gtid_Set and
+    Executed_Gtid_Set from the same SHOW REPLICA STATUS row (one instant). "Caught up" means
+    Exec_Source_Log_Pos = Read_Source_Log_Pos in the same file (or "has read all relay log");
+    when that is unknown the check stays silent (a lagging applier explains the difference).
+    A RESET followed by SET GLOBAL gtid_purged covering the retrieved set is not a loss.
+
+    Critical on 5.6.15-5.7.5 when the last retrieved GTID is among the lost ones (Bug #72392: it is
+    left out of the announced set, fetched again, and applied twice); warning otherwise (the
+    transactions are sent again whenever the relay logs are discarded, e.g. relay_log_recovery
+    or RESET REPLICA).
+    """
+    retrieved = pair.retrieved
+    executed = pair.channel.executed_gtid_set if pair.channel.executed_gtid_set is not None else pair.replica.gtid_executed
+    if retrieved is None or executed is None:
+        return []
+    lost = retrieved - executed
+    if not lost or pair.channel.applier_caught_up is not True:
+        return []
+    version = pair.replica.version
+    last = _last_retrieved_gtid(pair, relay_tail)
+    severity = Severity.WARNING
+    consequence = (
+        "The data contains these transactions but gtid_executed no longer says so: once the relay logs are "
+        "discarded (RESET REPLICA, relay_log_recovery, a new source) the transactions are fetched and applied "
+        "again, and after a failover this server hands out a wrong history."
+    )
+    if version is not None and version.bug_72392_exposed and last is not None and last in lost:
+        severity = Severity.CRITICAL
+        consequence = (
+            f"MySQL {version} is exposed to Bug #72392: on the next reconnect it leaves the last retrieved GTID "
+            f"{last} out of the set it announces (it is not in gtid_executed), the source sends it again and the "
+            "replica applies it a second time."
+        )
+    detail = (
+        f"Replica {pair.replica_name} received and applied {lost.count()} transaction(s) that are not in its "
+        f"gtid_executed ({_short(lost)}), and its applier has nothing left to apply: its GTID history was reset. "
+        + consequence
+    )
+    ev = pair.base_evidence()
+    ev["replica_gtid_executed"] = _text(executed)
+    ev["last_retrieved_gtid"] = str(last) if last else None
+    remediation = (
+        f"After checking that the data contains them, restore the history on {pair.replica_name}: "
+        f"SET GLOBAL gtid_purged = '+{lost.to_text(multiline=False)}'; (8.0+; on 5.6/5.7 gtid_purged can only be "
+        "set while gtid_executed is empty: RESET MASTER, then set the whole set)."
+    )
+    return [pair.finding("replica_gtid_history_lost",
+                         f"{pair.replica_name} lost GTID history of {lost.count()} applied transaction(s)",
+                         detail, severity=severity, gtid_set=lost, evidence=ev, remediation=remediation)]
+
+
+def check_replica_gtid_holes(pair: _Pair) -> list[Finding]:
+    """replica_gtid_holes: for a UUID (and tag), the source has GTIDs below the replica's highest
+    GTID of that UUID that the replica neither executed nor retrieved.
+
+    A replica receives each UUID's transactions in order, so a gap below its highest number means
+    transactions were skipped (a gtid_purged set by hand that left ranges out, an empty transaction
+    committed by hand for a real one, a parallel applier stopped out of order -- in-flight gaps are
+    covered by Retrieved_Gtid_Set and are not reported). Sound: both sides only grow; the source's
+    later read adds GTIDs mostly above the replica's highest, which are not counted. Blind spot:
+    a gap the source itself has is invisible; the GTIDs above the replica's highest number are
+    ordinary lag.
+    """
+    source = pair.source
+    if source is None or source.gtid_executed is None or pair.replica_set is None:
+        return []
+    replica_set = pair.replica_set
+    keys = {(uuid, tag) for uuid, tag, _, _ in source.gtid_executed}
+    intervals = []
+    for uuid, tag in keys:
+        top = replica_set.max_gno(uuid, tag)
+        if top is None:
+            continue
+        intervals.append((uuid, tag, 1, top))
+    if not intervals:
+        return []
+    below = GtidSet.from_intervals(intervals)
+    holes = (source.gtid_executed & below) - replica_set
+    if not holes:
+        return []
+    purged = source.gtid_purged
+    unrecoverable = holes & purged if purged is not None else None
+    detail = (
+        f"Replica {pair.replica_name} lacks {holes.count()} transaction(s) of its source {pair.source_name} below "
+        f"GTIDs it already has ({_short(holes)}): they were skipped, not merely not yet received."
+        + (f" {unrecoverable.count()} of them are purged on the source and cannot be fetched again."
+           if unrecoverable else " The source still has them; a reconnect with AUTO_POSITION fetches them.")
+    )
+    ev = pair.base_evidence()
+    return [pair.finding("replica_gtid_holes", f"{pair.replica_name} has holes in {pair.source_name}'s GTIDs",
+                         detail, gtid_set=holes, evidence=ev)]
+
+
+_PURGED_RE = re.compile(r"purged (the )?(required )?binary logs|has purged binary logs", re.IGNORECASE)
+_MORE_GTIDS_RE = re.compile(r"(slave|replica) has more GTIDs than the (master|source)", re.IGNORECASE)
+
+
+def _error_meaning(errno: int | None, message: str | None) -> str | None:
+    text = message or ""
+    if _PURGED_RE.search(text):
+        return "the source purged binary logs holding transactions this replica still needs"
+    if _MORE_GTIDS_RE.search(text):
+        return "the replica has GTIDs the source does not (errant transactions or a source that lost binary logs)"
+    if errno in (1236, 13114):
+        return "the source's dump thread reported a fatal error reading its binary log"
+    return None
+
+
+def check_replication_threads(pair: _Pair) -> list[Finding]:
+    """replication_error / replication_stopped: the receiver or applier thread failed or is stopped.
+
+    Reads what the replica itself reports (Last_IO_Errno/Error, Last_SQL_Errno/Error, the
+    performance_schema receiver error, Replica_IO_Running / Replica_SQL_Running) and names the
+    meaning of known errors on their text, old (master/slave) and new (source/replica) wording
+    alike (1236 / 13114 "purged required binary logs", "more GTIDs than the source"). Nothing is
+    inferred; an error cleared by a restart before the read is not seen.
+    """
+    ch = pair.channel
+    findings: list[Finding] = []
+    errors = []
+    io_errno = ch.last_io_errno or ch.receiver_last_error_number
+    io_error = ch.last_io_error or ch.receiver_last_error_message
+    if io_errno:
+        errors.append(("receiver (IO) thread", io_errno, io_error, ch.last_io_error_timestamp))
+    if ch.last_sql_errno:
+        errors.append(("applier (SQL) thread", ch.last_sql_errno, ch.last_sql_error, ch.last_sql_error_timestamp))
+    for thread, errno, message, when in errors:
+        meaning = _error_meaning(errno, message)
+        detail = (
+            f"The {thread} of replica {pair.replica_name} (channel {ch.label}) reports error {errno}"
+            + (f" at {when}" if when else "") + f": {message!r}."
+            + (f" Meaning: {meaning}." if meaning else "")
+        )
+        ev = pair.base_evidence()
+        ev.update(thread=thread, errno=errno, error=message, io_running=ch.io_running, sql_running=ch.sql_running)
+        findings.append(pair.finding("replication_error", f"{pair.replica_name}: {thread} error {errno}", detail,
+                                     evidence=ev))
+    stopped = []
+    if ch.io_running == "NO" and not io_errno:
+        stopped.append("receiver (IO) thread")
+    if ch.sql_running == "NO" and not ch.last_sql_errno:
+        stopped.append("applier (SQL) thread")
+    if stopped:
+        detail = (f"The {' and '.join(stopped)} of replica {pair.replica_name} (channel {ch.label}) "
+                  f"{'is' if len(stopped) == 1 else 'are'} stopped and no error is recorded.")
+        ev = pair.base_evidence()
+        ev.update(io_running=ch.io_running, sql_running=ch.sql_running)
+        findings.append(pair.finding("replication_stopped", f"{pair.replica_name}: replication stopped", detail,
+                                     evidence=ev))
+    return findings
+
+
+def check_channel_config(pair: _Pair) -> list[Finding]:
+    """config_auto_position_off, config_relay_log_recovery_off, config_parallel_applier_without_commit_order:
+    settings of this replica channel that make silent loss possible. Read from the replica's own
+    variables; they say what the server would do after a crash or a repointing, not that it happened.
+    """
+    r, ch = pair.replica, pair.channel
+    out: list[Finding] = []
+    if ch.auto_position is False:
+        out.append(pair.finding(
+            "config_auto_position_off", f"{pair.replica_name}: channel {ch.label} does not use AUTO_POSITION",
+            f"Channel {ch.label} of {pair.replica_name} replicates by file and position (Auto_Position = 0): the "
+            "source's GTID checks on connect do not run, and a repointing after failover relies on hand-picked "
+            "coordinates that can skip or repeat transactions.",
+            evidence={"auto_position": False}))
+    file_repos = "FILE" in (r.relay_log_info_repository, r.master_info_repository)
+    if r.relay_log_recovery is False and file_repos:
+        out.append(pair.finding(
+            "config_relay_log_recovery_off", f"{pair.replica_name}: relay_log_recovery OFF with FILE repositories",
+            f"{pair.replica_name} has relay_log_recovery = OFF and relay_log_info_repository = "
+            f"{r.relay_log_info_repository}, master_info_repository = {r.master_info_repository}: after a crash "
+            "it trusts relay logs and position files that may be behind or ahead of the data.",
+            evidence={"relay_log_recovery": False, "relay_log_info_repository": r.relay_log_info_repository,
+                      "master_info_repository": r.master_info_repository}))
+    if (r.replica_parallel_workers or 0) > 1 and r.replica_preserve_commit_order is False \
+            and r.replica_parallel_type != "DATABASE":
+        out.append(pair.finding(
+            "config_parallel_applier_without_commit_order",
+            f"{pair.replica_name}: parallel applier without commit order",
+            f"{pair.replica_name} applies with {r.replica_parallel_workers} workers and "
+            "replica_preserve_commit_order = OFF: it commits out of the source's order, so gtid_executed has "
+            "gaps while it runs and a crash or STOP can leave holes.",
+            evidence={"replica_parallel_workers": r.replica_parallel_workers,
+                      "replica_preserve_commit_order": False}))
+    elif (r.replica_parallel_workers or 0) > 1 and r.replica_preserve_commit_order is False:
+        out.append(pair.finding(
+            "config_parallel_applier_without_commit_order",
+            f"{pair.replica_name}: parallel applier without commit order",
+            f"{pair.replica_name} applies with {r.replica_parallel_workers} workers per database "
+            "(replica_parallel_type = DATABASE) without replica_preserve_commit_order: transactions of "
+            "different databases commit out of order.",
+            evidence={"replica_parallel_workers": r.replica_parallel_workers,
+                      "replica_parallel_type": r.replica_parallel_type, "replica_preserve_commit_order": False}))
+    return out
+
+
+def run_pair_checks(
+    replica: ServerSnapshot,
+    channel: ChannelSnapshot,
+    source: ServerSnapshot | None,
+    relay_tail: Sequence[RelayLogEvent] | None,
+    fleet: FleetContext,
+) -> list[Finding]:
+    """Every check of one replication channel. ``source`` None (unresolved) skips the checks
+    that compare with it; the audit job reports the unresolved source itself."""
+    tail = list(relay_tail) if relay_tail is not None else None
+    pair = _Pair(
+        replica=replica,
+        channel=channel,
+        source=source,
+        fleet=fleet,
+        replica_name=fleet.replica_name or replica.label,
+        source_name=(fleet.source_name or source.label) if source is not None else fleet.source_name,
+    )
+    findings: list[Finding] = []
+    findings += check_replica_has_more_gtids(pair, tail)
+    findings += check_source_purged_required_gtids(pair, tail)
+    findings += check_errant_transactions(pair)
+    findings += check_replica_gtid_holes(pair)
+    findings += check_incomplete_relay_log_tail(pair, tail)
+    findings += check_replica_gtid_history_lost(pair, tail)
+    findings += check_replication_threads(pair)
+    findings += check_channel_config(pair)
+    return findings
+
+
+# --------------------------------------------------------------------------------------------
+# Server checks
+# --------------------------------------------------------------------------------------------
+
+def check_server_config(server: ServerSnapshot) -> list[Finding]:
+    """gtid_mode_off, config_enforce_gtid_consistency_off, config_sync_binlog,
+    config_innodb_flush_log_at_trx_commit: settings that make silent loss or divergence possible.
+    Read from the server's variables; unknown values (None) produce nothing."""
+    name = server.label
+    out: list[Finding] = []
+    if server.gtid_mode is not None and server.gtid_mode != "ON":
+        out.append(_finding("gtid_mode_off", name, f"{name}: gtid_mode = {server.gtid_mode}",
+                            f"{name} runs with gtid_mode = {server.gtid_mode}: transactions without GTIDs escape "
+                            "every GTID check, and AUTO_POSITION cannot be used.",
+                            evidence={"gtid_mode": server.gtid_mode}))
+    if server.enforce_gtid_consistency is not None and server.enforce_gtid_consistency != "ON":
+        out.append(_finding("config_enforce_gtid_consistency_off", name,
+                            f"{name}: enforce_gtid_consistency = {server.enforce_gtid_consistency}",
+                            f"{name} runs with enforce_gtid_consistency = {server.enforce_gtid_consistency}: "
+                            "statements that cannot be logged safely with GTIDs are allowed.",
+                            evidence={"enforce_gtid_consistency": server.enforce_gtid_consistency}))
+    if server.log_bin is not False and server.sync_binlog is not None and server.sync_binlog != 1:
+        out.append(_finding("config_sync_binlog", name, f"{name}: sync_binlog = {server.sync_binlog}",
+                            f"{name} runs with sync_binlog = {server.sync_binlog}: after an OS crash or power "
+                            "loss its binary log can lose transactions that replicas already received; they will "
+                            "then be refused with ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER.",
+                            evidence={"sync_binlog": server.sync_binlog}))
+    if server.innodb_flush_log_at_trx_commit is not None and server.innodb_flush_log_at_trx_commit != 1:
+        out.append(_finding("config_innodb_flush_log_at_trx_commit", name,
+                            f"{name}: innodb_flush_log_at_trx_commit = {server.innodb_flush_log_at_trx_commit}",
+                            f"{name} runs with innodb_flush_log_at_trx_commit = "
+                            f"{server.innodb_flush_log_at_trx_commit}: a crash can lose committed transactions "
+                            "whose GTIDs are already in binary logs or on replicas.",
+                            evidence={"innodb_flush_log_at_trx_commit": server.innodb_flush_log_at_trx_commit}))
+    return out
+
+
+def _same_server(server: ServerSnapshot, previous: ServerSnapshot) -> bool:
+    return (server.server_uuid is not None and previous.server_uuid is not None
+            and server.server_uuid == previous.server_uuid)
+
+
+def check_gtid_executed_regressed(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:
+    """gtid_executed_regressed: GTIDs in this server's gtid_executed at the previous run are gone.
+
+    gtid_executed only grows on a running server; only RESET MASTER / RESET BINARY LOGS AND GTIDS,
+    a restore from an older backup or a lost binary log (with the mysql.gtid_executed table behind)
+    shrink it. Sound: both values are the server's own, read a run apart. Compared only when the
+    server_uuid is unchanged (a new uuid is a different server). Blind spot: a RESET followed by
+    SET GLOBAL gtid_purged to a superset between two runs does not regress (see gtid_purged_jumped).
+    """
+    if previous.gtid_executed is None or server.gtid_executed is None or not _same_server(server, previous):
+        return []
+    lost = previous.gtid_executed - server.gtid_executed
+    if not lost:
+        return []
+    name = server.label
+    return [_finding(
+        "gtid_executed_regressed", name, f"{name}: gtid_executed lost {lost.count()} GTID(s)",
+        f"{name}'s gtid_executed no longer contains {lost.count()} GTID(s) it had at the previous run "
+        f"({_short(lost)}): its GTID history was reset or restored from an older point. Its replicas now look "
+        "as if they had errant transactions, and new transactions may reuse GTIDs replicas already have.",
+        gtid_set=lost,
+        evidence={"previous_gtid_executed": _text(previous.gtid_executed),
+                  "gtid_executed": _text(server.gtid_executed)})]
+
+
+def _binlog_seq(name: str) -> int | None:
+    match = re.search(r"\.(\d+)\Z", name)
+    return int(match.group(1)) if match else None
+
+
+def check_gtid_purged_jumped(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:
+    """gtid_purged_jumped: gtid_purged gained GTIDs this server had not executed at the previous
+    run, and purging binary logs cannot explain it.
+
+    Normal purging removes the oldest binary logs; a GTID executed after the previous run can only
+    become purged if every binary log of the previous run was purged too. So the jump is reported
+    when ``gtid_purged - previous.gtid_executed`` is non-empty AND either the previous run's newest
+    binary log still exists, the binary-log numbering went back (RESET), or the previous
+    gtid_executed is not entirely purged. That is the signature of SET GLOBAL gtid_purged (after
+    a RESET or a restore). Blind spot: when binary logs are unknown and the whole previous history
+    was purged, a very short retention looks the same and nothing is reported.
+    """
+    if (previous.gtid_executed is None or server.gtid_purged is None or previous.gtid_purged is None
+            or not _same_server(server, previous)):
+        return []
+    jumped = (server.gtid_purged - previous.gtid_purged) - previous.gtid_executed
+    if not jumped:
+        return []
+    explained_by_purge = previous.gtid_executed.is_subset(server.gtid_purged)
+    reason = "the previous run's gtid_executed is not all purged"
+    if explained_by_purge and previous.binary_logs and server.binary_logs:
+        prev_newest = previous.binary_logs[-1].log_name
+        names = {b.log_name for b in server.binary_logs}
+        prev_seq = _binlog_seq(prev_newest)
+        cur_seq = _binlog_seq(server.binary_logs[-1].log_name)
+        if prev_newest in names:
+            explained_by_purge, reason = False, f"binary log {prev_newest} of the previous run still exists"
+        elif prev_seq is not None and cur_seq is not None and cur_seq < prev_seq:
+            explained_by_purge, reason = False, "the binary-log numbering went back (RESET)"
+    if explained_by_purge:
+        return []
+    name = server.label
+    return [_finding(
+        "gtid_purged_jumped", name, f"{name}: gtid_purged jumped by {jumped.count()} GTID(s)",
+        f"{name}'s gtid_purged now includes {jumped.count()} GTID(s) that it had not executed at the previous run "
+        f"({_short(jumped)}), and purging binary logs cannot explain it ({reason}): gtid_purged was set by hand "
+        "(SET GLOBAL gtid_purged after a RESET or a restore). Replicas lacking these transactions cannot get them "
+        "from this server (refused since 5.6.22, silently skipped before).",
+        gtid_set=jumped,
+        evidence={"previous_gtid_executed": _text(previous.gtid_executed),
+                  "previous_gtid_purged": _text(previous.gtid_purged),
+                  "gtid_purged": _text(server.gtid_purged)})]
+
+
+def check_source_uuid_went_back(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:
+    """source_uuid_went_back: the highest untagged gno of the server's own server_uuid fell below
+    the previous run's.
+
+    The server numbers its new transactions after the highest gno of its own uuid in
+    gtid_executed; if that fell back, new transactions reuse GTIDs that replicas (and the previous
+    history) already have, and replicas silently skip them as already executed. Sound: both numbers
+    are the server's own. Compared only with an unchanged server_uuid.
+    """
+    if (previous.gtid_executed is None or server.gtid_executed is None or not _same_server(server, previous)):
+        return []
+    uuid = server.server_uuid
+    before = previous.gtid_executed.max_gno(uuid)
+    now = server.gtid_executed.max_gno(uuid)
+    if before is None or (now is not None and now >= before):
+        return []
+    name = server.label
+    reused = GtidSet.from_intervals([(uuid, None, (now or 0) + 1, before)]) & previous.gtid_executed
+    return [_finding(
+        "source_uuid_went_back", name, f"{name}: own GTID numbers went back from {before} to {now or 0}",
+        f"{name}'s highest transaction number for its own server_uuid {uuid} was {before} at the previous run and "
+        f"is {now if now is not None else 'none'} now. New transactions will get numbers {(now or 0) + 1}..{before} "
+        "again; replicas that already have those GTIDs will silently skip them.",
+        gtid_set=reused,
+        evidence={"server_uuid": uuid, "previous_max_gno": before, "max_gno": now,
+                  "previous_gtid_executed": _text(previous.gtid_executed),
+                  "gtid_executed": _text(server.gtid_executed)})]
+
+
+def run_server_checks(server: ServerSnapshot, previous: ServerSnapshot | None) -> list[Finding]:
+    """Every check of one server, and, with its previous snapshot, the checks of how it changed."""
+    findings = check_server_config(server)
+    if previous is not None:
+        findings += check_gtid_executed_regressed(server, previous)
+        findings += check_gtid_purged_jumped(server, previous)
+        findings += check_source_uuid_went_back(server, previous)
+    return findings

@@ -1,0 +1,353 @@
+"""``GtidSet``: an immutable GTID set with the MySQL server's text, order and algebra.
+
+A value is normalised when it is built (UUIDs and tags lowercased, intervals sorted and merged),
+so ``==`` means "same set" and ``str()`` is exactly what ``SELECT @@GLOBAL.gtid_executed`` or
+``GTID_SUBTRACT(x, '')`` prints on MySQL 9.7. What text is accepted, dropped or rejected is
+described in :mod:`gtid_core._gtid_text` and in ``docs/gtid-sets.md``; a differential test against
+a real server (``tests/core/test_gtid_set_mysql.py``) keeps both honest.
+
+Representation: per ``(uuid, tag)`` one flat tuple of half-open boundaries
+``(start1, end1, start2, end2, ...)`` with ``end = last gno + 1`` — the layout of the server's
+``Gtid_set::Interval`` list — so every operation is a linear merge over flat integers.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from gtid_core import _intervals as iv
+from gtid_core._gtid_text import (
+    MAX_GNO,
+    format_set,
+    normalize_tag,
+    normalize_uuid,
+    parse_text,
+)
+from gtid_core.errors import GtidParseError
+
+__all__ = ["GtidSet", "MAX_GNO"]
+
+
+def _check_uuid(uuid: object, what: object) -> str:
+    u = normalize_uuid(uuid) if isinstance(uuid, str) else None
+    if u is None:
+        raise GtidParseError(f"invalid UUID {uuid!r} in {what!r}")
+    return u
+
+
+def _check_tag(tag: object, what: object) -> str:
+    if tag is None:
+        return ""
+    t = normalize_tag(tag) if isinstance(tag, str) else None
+    if t is None:
+        raise GtidParseError(
+            f"invalid tag {tag!r} in {what!r}: a tag is a letter or '_' followed by at most 31 "
+            "letters, digits or '_'")
+    return t
+
+
+def _check_gno(gno: object, what: object) -> int:
+    if type(gno) is not int or not 1 <= gno <= MAX_GNO:
+        raise GtidParseError(f"gno {gno!r} in {what!r} is not an integer in 1..{MAX_GNO}")
+    return gno
+
+
+class GtidSet:
+    """An immutable, hashable GTID set, normalised at construction.
+
+    Build one with :meth:`parse` (server text), :meth:`from_intervals` or ``GtidSet(text)``.
+    Operators: ``|`` (``add_gtid_set``), ``-`` (``remove_gtid_set``), ``&``, ``<=`` (``is_subset``),
+    ``<``, ``>=``, ``>``, ``==``; ``bool(s)`` is false only for the empty set. Iteration yields
+    ``(uuid, tag, first, last)`` in the server's canonical order, ``tag`` None when untagged.
+    """
+
+    __slots__ = ("_map", "_keys", "_hash", "_text")
+
+    #: The empty set (the server prints it as '').
+    EMPTY: GtidSet
+
+    def __new__(cls, text: str = "") -> GtidSet:
+        return cls.parse(text)
+
+    @classmethod
+    def _new(cls, mapping: dict, keys: tuple | None = None) -> GtidSet:
+        self = object.__new__(cls)
+        object.__setattr__(self, "_map", mapping)
+        object.__setattr__(self, "_keys", keys)
+        object.__setattr__(self, "_hash", None)
+        object.__setattr__(self, "_text", None)
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"GtidSet is immutable (cannot set {name!r})")
+
+    __delattr__ = __setattr__
+
+    # ---- construction -------------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, text: str | bytes | bytearray) -> GtidSet:
+        """Parse GTID set text as MySQL 8.4/9.x does (``Gtid_set::add_gtid_text``).
+
+        Accepts UUIDs in either case, as 8-4-4-4-12, 32 hex digits or ``{8-4-4-4-12}``; tags;
+        whitespace around tokens; repeated UUIDs; unsorted, overlapping and adjacent intervals;
+        empty items between commas. Drops, like the server, an interval whose end is below its
+        start and a UUID or tag with no interval. Raises :class:`GtidParseError` (quoting the text
+        and the offset where parsing stopped) for everything the server rejects.
+        """
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                raise GtidParseError(f"GTID set {bytes(text)!r} is not UTF-8 text") from None
+        elif not isinstance(text, str):
+            raise TypeError(f"GtidSet.parse expects str, got {type(text).__name__}: {text!r}")
+        return cls._new(parse_text(text))
+
+    @classmethod
+    def from_intervals(cls, intervals: Iterable[tuple]) -> GtidSet:
+        """Build a set from ``(uuid, tag, first, last)`` tuples (inclusive, tag None = untagged).
+
+        Order, overlaps and repeats do not matter. Raises :class:`GtidParseError` for a bad UUID,
+        tag or gno, or an interval whose last is below its first.
+        """
+        groups: dict = {}
+        for item in intervals:
+            try:
+                uuid, tag, first, last = item
+            except (TypeError, ValueError):
+                raise GtidParseError(
+                    f"expected a (uuid, tag, first, last) tuple, got {item!r}") from None
+            key = (_check_uuid(uuid, item), _check_tag(tag, item))
+            _check_gno(first, item)
+            _check_gno(last, item)
+            if last < first:
+                raise GtidParseError(f"interval {item!r} ends before it starts")
+            g = groups.get(key)
+            if g is None:
+                groups[key] = ([first], [last])
+            else:
+                g[0].append(first)
+                g[1].append(last)
+        return cls._new({k: tuple(iv.normalize(s, e)) for k, (s, e) in groups.items()})
+
+    # ---- text ---------------------------------------------------------------------------
+
+    def _sorted_keys(self) -> tuple:
+        keys = self._keys
+        if keys is None:
+            keys = tuple(sorted(self._map))
+            object.__setattr__(self, "_keys", keys)
+        return keys
+
+    def __str__(self) -> str:
+        text = self._text
+        if text is None:
+            text = format_set(self._sorted_keys(), self._map, ",\n")
+            object.__setattr__(self, "_text", text)
+        return text
+
+    def to_text(self, multiline: bool = True) -> str:
+        """Canonical server text; blocks joined by ``",\\n"`` (as the server prints them) or, with
+        ``multiline=False``, by ``","``."""
+        if multiline:
+            return str(self)
+        if self._text is not None:
+            return self._text.replace(",\n", ",")
+        return format_set(self._sorted_keys(), self._map, ",")
+
+    def __repr__(self) -> str:
+        return f"GtidSet({self.to_text(multiline=False)!r})"
+
+    def __reduce__(self):
+        return (GtidSet.parse, (str(self),))
+
+    # ---- value semantics ----------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        return self._map == other._map
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        return self._map != other._map
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = hash(frozenset(self._map.items()))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __bool__(self) -> bool:
+        return bool(self._map)
+
+    def count(self) -> int:
+        """Exact number of transactions in the set (may exceed 2^64)."""
+        return sum(map(iv.count, self._map.values()))
+
+    # ---- algebra ------------------------------------------------------------------------
+
+    def __or__(self, other: GtidSet) -> GtidSet:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        a, b = self._map, other._map
+        if not b:
+            return self
+        if not a:
+            return other
+        if len(a) < len(b):
+            a, b = b, a
+        out = dict(a)
+        new_key = False
+        for k, v in b.items():
+            mine = out.get(k)
+            if mine is None:
+                out[k] = v
+                new_key = True
+            elif mine != v:
+                out[k] = iv.union(mine, v)
+        big = self if a is self._map else other
+        return GtidSet._new(out, None if new_key else big._keys)
+
+    def __and__(self, other: GtidSet) -> GtidSet:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        a, b = self._map, other._map
+        if len(a) > len(b):
+            a, b = b, a
+        out = {}
+        for k, v in a.items():
+            theirs = b.get(k)
+            if theirs is not None:
+                r = iv.intersection(v, theirs)
+                if r:
+                    out[k] = r
+        return GtidSet._new(out)
+
+    def __sub__(self, other: GtidSet) -> GtidSet:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        b = other._map
+        if not b or not self._map:
+            return self
+        out = {}
+        changed = False
+        for k, v in self._map.items():
+            theirs = b.get(k)
+            if theirs is None:
+                out[k] = v
+                continue
+            r = iv.difference(v, theirs)
+            if r:
+                out[k] = r
+                if r is not v:
+                    changed = True
+            else:
+                changed = True
+        if not changed:
+            return self
+        return GtidSet._new(out)
+
+    def __le__(self, other: GtidSet) -> bool:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        b = other._map
+        if len(self._map) > len(b):
+            return False
+        for k, v in self._map.items():
+            theirs = b.get(k)
+            if theirs is None or not iv.is_subset(v, theirs):
+                return False
+        return True
+
+    def __lt__(self, other: GtidSet) -> bool:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        return self._map != other._map and self <= other
+
+    def __ge__(self, other: GtidSet) -> bool:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        return other <= self
+
+    def __gt__(self, other: GtidSet) -> bool:
+        if not isinstance(other, GtidSet):
+            return NotImplemented
+        return other < self
+
+    # Server vocabulary (sql/rpl_gtid.h); each returns a new value.
+    def add_gtid_set(self, other: GtidSet) -> GtidSet:
+        """``self | other`` (``Gtid_set::add_gtid_set``, but returning a new value)."""
+        return self | other
+
+    def remove_gtid_set(self, other: GtidSet) -> GtidSet:
+        """``self - other`` (``Gtid_set::remove_gtid_set``, but returning a new value)."""
+        return self - other
+
+    def is_subset(self, other: GtidSet) -> bool:
+        """``self <= other`` (``Gtid_set::is_subset``, what ``GTID_SUBSET(self, other)`` says)."""
+        return self <= other
+
+    def is_intersection_nonempty(self, other: GtidSet) -> bool:
+        """True when the sets share a GTID (``Gtid_set::is_intersection_nonempty``)."""
+        a, b = self._map, other._map
+        if len(a) > len(b):
+            a, b = b, a
+        for k, v in a.items():
+            theirs = b.get(k)
+            if theirs is not None and iv.overlaps(v, theirs):
+                return True
+        return False
+
+    # ---- GTIDs, UUIDs, intervals --------------------------------------------------------
+
+    def __contains__(self, gtid: object) -> bool:
+        """``"uuid:5" in s``, ``"uuid:tag:5" in s`` or ``(uuid, tag, gno) in s``."""
+        if isinstance(gtid, str):
+            parts = [p.strip() for p in gtid.split(":")]
+            if len(parts) == 2:
+                uuid, tag, gno = parts[0], None, parts[1]
+            elif len(parts) == 3:
+                uuid, tag, gno = parts
+            else:
+                raise GtidParseError(f"expected 'uuid:gno' or 'uuid:tag:gno', got {gtid!r}")
+            if not gno.isascii() or not gno.isdigit():
+                raise GtidParseError(f"gno {gno!r} in {gtid!r} is not a number")
+            gno = int(gno)
+        elif isinstance(gtid, tuple) and len(gtid) == 3:
+            uuid, tag, gno = gtid
+        else:
+            raise TypeError(
+                f"expected 'uuid:gno', 'uuid:tag:gno' or (uuid, tag, gno), got {gtid!r}")
+        key = (_check_uuid(uuid, gtid), _check_tag(tag, gtid))
+        _check_gno(gno, gtid)
+        flat = self._map.get(key)
+        return flat is not None and iv.contains(flat, gno)
+
+    def __iter__(self) -> Iterator[tuple[str, str | None, int, int]]:
+        m = self._map
+        for key in self._sorted_keys():
+            uuid, tag = key
+            tag = tag or None
+            flat = m[key]
+            for i in range(0, len(flat), 2):
+                yield uuid, tag, flat[i], flat[i + 1] - 1
+
+    def uuids(self) -> frozenset[str]:
+        """The lowercase UUIDs that have at least one GTID in the set."""
+        return frozenset(k[0] for k in self._map)
+
+    def for_uuid(self, uuid: str) -> GtidSet:
+        """The part of the set whose UUID is ``uuid`` (any accepted spelling), all tags."""
+        u = _check_uuid(uuid, uuid)
+        return GtidSet._new({k: v for k, v in self._map.items() if k[0] == u})
+
+    def max_gno(self, uuid: str, tag: str | None = None) -> int | None:
+        """Highest gno of ``uuid`` (and ``tag``; None = untagged), or None if there is none."""
+        flat = self._map.get((_check_uuid(uuid, uuid), _check_tag(tag, tag)))
+        return flat[-1] - 1 if flat else None
+
+
+GtidSet.EMPTY = GtidSet._new({}, ())

@@ -1,0 +1,108 @@
+"""MySQL server versions and the GTID behaviours that changed between them.
+
+``MySQLVersion.parse(@@version)`` keeps ``major.minor.patch`` for comparison and the rest of the
+string (``-log``, ``-28``, ``-2``) as ``suffix``. The feature properties name the server change they
+stand for, so a check reads ``source.version.checks_purged_on_connect`` rather than a bare tuple.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gtid_core.errors import VersionParseError
+
+__all__ = ["MySQLVersion"]
+
+_VERSION_RE = re.compile(r"\s*(\d{1,4})\.(\d{1,4})\.(\d{1,4})(.*)\Z", re.DOTALL)
+
+
+@dataclass(frozen=True, order=True)
+class MySQLVersion:
+    """A server version: ordered and compared on (major, minor, patch) only."""
+
+    major: int
+    minor: int
+    patch: int
+    suffix: str = field(default="", compare=False)
+
+    @classmethod
+    def parse(cls, text: str | bytes) -> "MySQLVersion":
+        """Parse ``@@version`` ('8.0.36-28', '5.6.21-log', '9.7.4-2'); raise VersionParseError."""
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError:
+                raise VersionParseError(f"version {text!r} is not UTF-8 text") from None
+        if not isinstance(text, str):
+            raise VersionParseError(f"version {text!r} is not a string")
+        match = _VERSION_RE.match(text)
+        if match is None:
+            raise VersionParseError(f"version {text!r} does not start with major.minor.patch")
+        major, minor, patch, suffix = match.groups()
+        return cls(int(major), int(minor), int(patch), suffix.rstrip())
+
+    @classmethod
+    def of(cls, major: int, minor: int, patch: int) -> "MySQLVersion":
+        """A version from its three numbers (for comparisons in code and tests)."""
+        return cls(major, minor, patch)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}{self.suffix}"
+
+    @property
+    def triple(self) -> tuple[int, int, int]:
+        """(major, minor, patch)."""
+        return (self.major, self.minor, self.patch)
+
+    # --- behaviours of the source's dump thread (com_binlog_dump_gtid) -----------------------
+
+    @property
+    def checks_purged_on_connect(self) -> bool:
+        """The source refuses a replica lacking part of its gtid_purged with
+        ER_MASTER_HAS_PURGED_REQUIRED_GTIDS before scanning binary logs (fix in 5.6.22; before it
+        a source restored with ``SET GLOBAL gtid_purged`` silently skipped those GTIDs)."""
+        return self.triple >= (5, 6, 22)
+
+    @property
+    def slave_has_more_checks_own_uuid_only(self) -> bool:
+        """ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER compares only the GTIDs of the source's own
+        server_uuid, all of its tags on 8.3+ (``Binlog_sender::check_start_file``, 5.7 and later;
+        tags verified on 9.7.4); 5.6 compared the replica's whole set against the source's
+        gtid_executed."""
+        return self.triple >= (5, 7, 0)
+
+    # --- behaviours of the replica's receiver thread -----------------------------------------
+
+    @property
+    def has_boundary_parser(self) -> bool:
+        """The receiver adds a GTID to Retrieved_Gtid_Set only once its whole transaction is in
+        the relay log (Transaction_boundary_parser, 5.7.6)."""
+        return self.triple >= (5, 7, 6)
+
+    @property
+    def leaves_out_last_retrieved_gtid(self) -> bool:
+        """On reconnect the replica leaves the last retrieved GTID out of the set it announces
+        when that GTID is not in gtid_executed (the 5.6.15 workaround, replaced in 5.7.6)."""
+        return (5, 6, 15) <= self.triple < (5, 7, 6)
+
+    @property
+    def bug_72392_exposed(self) -> bool:
+        """Bug #72392: with the 5.6.15 workaround, a replica whose gtid_executed lost its history
+        (RESET MASTER) fetches and applies its last retrieved transaction a second time. Exposed
+        on 5.6.15 .. 5.7.5."""
+        return self.leaves_out_last_retrieved_gtid
+
+    @property
+    def has_tagged_gtids(self) -> bool:
+        """Tagged GTIDs (``uuid:tag:gno``) exist from 8.3 on."""
+        return self.triple >= (8, 3, 0)
+
+    @property
+    def has_assign_gtids_to_anonymous_transactions(self) -> bool:
+        """``ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS`` exists from 8.0.23 on."""
+        return self.triple >= (8, 0, 23)
+
+    @property
+    def uses_replica_terminology(self) -> bool:
+        """``SHOW REPLICA STATUS`` and source/replica column names exist from 8.0.22 on."""
+        return self.triple >= (8, 0, 22)

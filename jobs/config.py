@@ -1,0 +1,379 @@
+"""The gtid-audit configuration: YAML validated on load into frozen pydantic models.
+
+``load_config(path)`` reads the file, validates it and resolves what depends on the file's
+location (relative ``warehouse``, ``password_file``, ``option_file`` and TLS paths resolve
+against the file's directory). Errors are :class:`ConfigError` naming the file, the key and the
+bad value; values under a key that looks like a secret are never quoted.
+
+Secrets are only ever referenced (``password_env``, ``password_file`` or ``option_file``) and
+resolved on the driver by :func:`resolve_password` into a :class:`Secret`, whose ``repr`` and
+``str`` hide the value, so that no log line, error or table can carry it.
+
+The ``audit`` section belongs to the audit job: it is kept as a plain mapping here and
+validated by the audit job's own model (``AuditSettings.model_validate(config.audit or {})``).
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+__all__ = [
+    "ConfigError",
+    "Secret",
+    "TlsSettings",
+    "ConnectionSettings",
+    "ServerConfig",
+    "ServerSpec",
+    "RetrySettings",
+    "CollectionSettings",
+    "DiscoverySettings",
+    "SparkSettings",
+    "GtidAuditConfig",
+    "load_config",
+    "parse_config",
+    "resolve_password",
+    "parse_host_port",
+]
+
+_SECRET_KEY = re.compile(r"pass|secret|token|key_data", re.IGNORECASE)
+
+
+class ConfigError(ValueError):
+    """Raised for a configuration that cannot be used: unreadable file, invalid YAML, a key
+    with a bad value (the message names the file, the key path and the value), or a secret
+    reference that does not resolve (the message names the reference, never the secret)."""
+
+
+class Secret:
+    """A resolved password. ``str``/``repr`` print ``'***'``; ``reveal()`` gives the value to
+    the connection code and nothing else."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self):  # picklable for Spark tasks
+        return (Secret, (self._value,))
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def parse_host_port(text: str, default_port: int = 3306) -> tuple[str, int]:
+    """``'host:port'`` or ``'host'`` (or ``'[v6]:port'``) -> (lowercased host, port)."""
+    text = text.strip()
+    m = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?|([^:\s]+)(?::(\d+))?", text)
+    if not m:
+        raise ValueError(f"invalid host:port {text!r}")
+    host = m.group(1) or m.group(3)
+    port = int(m.group(2) or m.group(4) or default_port)
+    if not 0 < port < 65536:
+        raise ValueError(f"port out of range in {text!r}")
+    return host.lower(), port
+
+
+class TlsSettings(_Frozen):
+    """TLS towards the servers (mysql-connector ``ssl_*`` options)."""
+
+    enabled: bool = True
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    verify_cert: bool = True
+    verify_identity: bool = False
+
+    @model_validator(mode="after")
+    def _pairs(self) -> "TlsSettings":
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        if self.verify_identity and not self.verify_cert:
+            raise ValueError("verify_identity needs verify_cert")
+        return self
+
+
+class ConnectionSettings(_Frozen):
+    """How to connect; in ``defaults`` for every server, per server to override."""
+
+    user: str | None = None
+    password_env: str | None = None
+    password_file: str | None = None
+    option_file: str | None = None
+    connect_timeout_s: float | None = Field(default=None, gt=0, le=600)
+    read_timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    tls: TlsSettings | None = None
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> "ConnectionSettings":
+        refs = [k for k in ("password_env", "password_file", "option_file") if getattr(self, k)]
+        if len(refs) > 1:
+            raise ValueError(f"give at most one of password_env, password_file, option_file (got {refs})")
+        return self
+
+
+class ServerConfig(ConnectionSettings):
+    """One inventory entry."""
+
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+    host: str = Field(min_length=1)
+    port: int = Field(default=3306, gt=0, lt=65536)
+    cluster: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for alias in value:
+            parse_host_port(alias)
+        return value
+
+
+class ServerSpec(_Frozen):
+    """A server with its defaults applied and paths resolved: what the collector uses."""
+
+    name: str
+    host: str
+    port: int
+    cluster: str | None = None
+    aliases: tuple[tuple[str, int], ...] = ()
+    user: str
+    password_env: str | None = None
+    password_file: str | None = None
+    option_file: str | None = None
+    connect_timeout_s: float
+    read_timeout_s: float
+    tls: TlsSettings | None = None
+    discovered: bool = False
+
+    def addresses(self) -> tuple[tuple[str, int], ...]:
+        """Every (host, port) by which replicas may name this server."""
+        return ((self.host.lower(), self.port),) + tuple(self.aliases)
+
+    def describe(self) -> str:
+        """One line for ``config check``: no secret, only the reference kind."""
+        ref = ("password_env=" + self.password_env if self.password_env else
+               "password_file=" + self.password_file if self.password_file else
+               "option_file=" + self.option_file if self.option_file else "no password")
+        tls = "tls" if self.tls and self.tls.enabled else "no-tls"
+        alias = (" aliases=" + ",".join(f"{h}:{p}" for h, p in self.aliases)) if self.aliases else ""
+        return (f"{self.name:<20} {self.host}:{self.port:<6} cluster={self.cluster or '-'} "
+                f"user={self.user} {ref} {tls}{alias}")
+
+
+class RetrySettings(_Frozen):
+    """Retries of transient connection errors (never of authentication failures)."""
+
+    attempts: int = Field(default=3, ge=1, le=10)
+    wait_initial_s: float = Field(default=0.5, ge=0)
+    wait_max_s: float = Field(default=5.0, ge=0)
+
+
+class CollectionSettings(_Frozen):
+    """Concurrency, deadlines and the bounds of what is read."""
+
+    concurrency: int = Field(default=8, ge=1, le=1024)        # servers read at once, overall
+    per_task_concurrency: int = Field(default=4, ge=1, le=256)  # threads inside one Spark task
+    server_deadline_s: float = Field(default=60.0, gt=0, le=3600)
+    retries: RetrySettings = RetrySettings()
+    binlog_header_events: int = Field(default=3, ge=2, le=10)    # SHOW BINLOG EVENTS ... LIMIT n
+    max_binary_logs: int = Field(default=500, ge=1)             # newest files whose Previous_gtids are read
+    relay_tail_max_events: int = Field(default=2000, ge=1)      # cap on relay log events per channel
+    relay_tail_page_events: int = Field(default=500, ge=1)      # LIMIT of one SHOW RELAYLOG EVENTS page
+    relay_probe_files: int = Field(default=4, ge=0, le=100)     # next relay file numbers probed
+
+
+class DiscoverySettings(_Frozen):
+    """Walk the topology from seed servers: SHOW REPLICAS on sources, Source_Host on replicas."""
+
+    enabled: bool = False
+    seeds: tuple[str, ...] = ()          # server names; empty = every configured server
+    max_depth: int = Field(default=3, ge=0, le=20)
+    max_servers: int = Field(default=200, ge=1, le=100_000)
+
+
+class SparkSettings(_Frozen):
+    """The Spark session of the job (ignored when spark-submit already made one)."""
+
+    master: str | None = None
+    app_name: str = "gtid-audit"
+    conf: dict[str, str] = Field(default_factory=dict)
+    delta_writer: Literal["auto", "delta-rs", "delta-spark"] = "auto"
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()}
+        return value
+
+
+_DEFAULT_CONNECT_TIMEOUT = 5.0
+_DEFAULT_READ_TIMEOUT = 10.0
+
+
+class GtidAuditConfig(_Frozen):
+    """The whole file. ``source_path`` is set by :func:`load_config`."""
+
+    warehouse: str = Field(min_length=1)
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    defaults: ConnectionSettings = ConnectionSettings()
+    servers: tuple[ServerConfig, ...] = ()
+    collection: CollectionSettings = CollectionSettings()
+    discovery: DiscoverySettings = DiscoverySettings()
+    spark: SparkSettings = SparkSettings()
+    audit: dict[str, Any] | None = None
+    source_path: str | None = None
+
+    @model_validator(mode="after")
+    def _inventory(self) -> "GtidAuditConfig":
+        if not self.servers:
+            raise ValueError("servers: list at least one server (discovery starts from them)")
+        seen: dict[str, int] = {}
+        addresses: dict[tuple[str, int], str] = {}
+        for i, s in enumerate(self.servers):
+            if s.name in seen:
+                raise ValueError(f"servers[{i}].name: duplicate server name {s.name!r} (also servers[{seen[s.name]}])")
+            seen[s.name] = i
+            for addr in ((s.host.lower(), s.port),) + tuple(parse_host_port(a) for a in s.aliases):
+                other = addresses.get(addr)
+                if other is not None and other != s.name:
+                    raise ValueError(f"servers[{i}]: address {addr[0]}:{addr[1]} also belongs to {other!r}")
+                addresses[addr] = s.name
+            if not (s.user or self.defaults.user):
+                raise ValueError(f"servers[{i}] ({s.name!r}): no user (set defaults.user or user)")
+        for seed in self.discovery.seeds:
+            if seed not in seen:
+                raise ValueError(f"discovery.seeds: {seed!r} is not a configured server name")
+        return self
+
+    def base_dir(self) -> Path:
+        return Path(self.source_path).parent if self.source_path else Path.cwd()
+
+    def resolved_warehouse(self) -> str:
+        """The warehouse root: URIs as written, relative paths against the file's directory."""
+        if "://" in self.warehouse:
+            return self.warehouse
+        p = Path(self.warehouse).expanduser()
+        return str(p if p.is_absolute() else (self.base_dir() / p).resolve())
+
+    def _path(self, value: str | None) -> str | None:
+        if value is None:
+            return None
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else (self.base_dir() / p).resolve())
+
+    def connection_for(self, override: ConnectionSettings | None) -> dict[str, Any]:
+        """Defaults merged with ``override``; exactly one secret reference kind survives."""
+        d, o = self.defaults, override or ConnectionSettings()
+        has_own_secret = any(getattr(o, k) for k in ("password_env", "password_file", "option_file"))
+        src = o if has_own_secret else d
+        tls = o.tls if o.tls is not None else d.tls
+        if tls is not None:
+            tls = tls.model_copy(update={k: self._path(getattr(tls, k))
+                                         for k in ("ca_file", "cert_file", "key_file")})
+        return {
+            "user": o.user or d.user,
+            "password_env": src.password_env,
+            "password_file": self._path(src.password_file),
+            "option_file": self._path(src.option_file),
+            "connect_timeout_s": o.connect_timeout_s or d.connect_timeout_s or _DEFAULT_CONNECT_TIMEOUT,
+            "read_timeout_s": o.read_timeout_s or d.read_timeout_s or _DEFAULT_READ_TIMEOUT,
+            "tls": tls,
+        }
+
+    def inventory(self) -> tuple[ServerSpec, ...]:
+        """Every configured server with defaults applied and paths resolved."""
+        out = []
+        for s in self.servers:
+            out.append(ServerSpec(
+                name=s.name, host=s.host, port=s.port, cluster=s.cluster,
+                aliases=tuple(parse_host_port(a) for a in s.aliases),
+                **self.connection_for(s),
+            ))
+        return tuple(out)
+
+    def discovered_spec(self, name: str, host: str, port: int, like: ServerSpec) -> ServerSpec:
+        """A server found by discovery: the connection settings of the server that led to it."""
+        return like.model_copy(update={"name": name, "host": host, "port": port, "aliases": (),
+                                       "discovered": True})
+
+
+def _format_errors(path: str, exc: ValidationError) -> str:
+    lines = [f"{path}: invalid configuration ({exc.error_count()} error(s))"]
+    for err in exc.errors():
+        loc = ""
+        for part in err["loc"]:
+            loc += f"[{part}]" if isinstance(part, int) else (("." if loc else "") + str(part))
+        secret = any(isinstance(p, str) and _SECRET_KEY.search(p) for p in err["loc"])
+        value = "<hidden>" if secret else repr(err.get("input"))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] in ("extra_forbidden", "missing"):
+            lines.append(f"  {loc or '<top>'}: {msg}" + ("" if err["type"] == "missing" else f" (value {value})"))
+        else:
+            lines.append(f"  {loc or '<top>'}: {msg} (value {value})")
+    return "\n".join(lines)
+
+
+def parse_config(data: Any, source: str = "<config>") -> GtidAuditConfig:
+    """Validate an already-parsed mapping (``source`` names it in errors)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping, got {type(data).__name__}")
+    data = dict(data)
+    data.pop("source_path", None)
+    try:
+        return GtidAuditConfig.model_validate({**data, "source_path": source if source != "<config>" else None})
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(source, exc)) from None
+
+
+def load_config(path: str | os.PathLike) -> GtidAuditConfig:
+    """Read, parse and validate the YAML file at ``path``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{str(p)!r}: cannot read configuration: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{str(p)!r}: invalid YAML: {exc}") from None
+    return parse_config(data, str(p.resolve()))
+
+
+def resolve_password(spec: ServerSpec) -> Secret | None:
+    """The password of ``spec`` from its reference; None when it uses an option file or none.
+    Raises ConfigError naming the reference (never the value) when it does not resolve."""
+    if spec.password_env:
+        value = os.environ.get(spec.password_env)
+        if value is None:
+            raise ConfigError(f"server {spec.name!r}: environment variable {spec.password_env!r} is not set")
+        return Secret(value)
+    if spec.password_file:
+        try:
+            return Secret(Path(spec.password_file).read_text(encoding="utf-8").rstrip("\r\n"))
+        except OSError as exc:
+            raise ConfigError(f"server {spec.name!r}: cannot read password_file "
+                              f"{spec.password_file!r}: {exc.strerror}") from None
+    if spec.option_file and not Path(spec.option_file).is_file():
+        raise ConfigError(f"server {spec.name!r}: option_file {spec.option_file!r} does not exist")
+    return None

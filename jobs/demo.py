@@ -1,0 +1,143 @@
+"""``gtid-audit demo``: the whole product in one command, on this machine.
+
+It starts the standard sandbox fleet (real MySQL 9.7 servers, real GTID replication), breaks it
+the way production fleets break (an errant transaction, a tagged errant transaction, a source
+that purged binary logs a stopped replica still needs, a relay log ending inside a transaction,
+an address that refuses connections, a wrong password), runs the nightly job end to end in Spark
+local mode (collect into Delta tables, audit, alert feed), and prints what is wrong, where, how
+bad and what to do. The fleet is stopped at the end unless ``--keep`` is given.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+__all__ = ["register", "run_demo", "render_report"]
+
+log = logging.getLogger("gtid_audit.demo")
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+_MARK = {"critical": "CRITICAL", "warning": "WARNING ", "info": "info    "}
+
+
+def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
+                  max_remediation_lines: int = 6) -> str:
+    """A readable report of open findings: what is wrong, on which server, how bad, what to do.
+
+    Info findings are counted, not listed: they are context, not something to act on tonight.
+    """
+    open_rows = [f for f in findings if f.get("status") == "open" and not f.get("silenced")]
+    open_rows.sort(key=lambda f: (_SEVERITY_ORDER.get(f["severity"], 9), f["check_id"], f["server"],
+                                  f.get("channel") or ""))
+    shown = [f for f in open_rows if f["severity"] in ("critical", "warning")]
+    infos = len(open_rows) - len(shown)
+    out: list[str] = []
+    counts = {sev: sum(1 for f in open_rows if f["severity"] == sev) for sev in ("critical", "warning", "info")}
+    out.append(f"{counts['critical']} critical, {counts['warning']} warning, {counts['info']} info finding(s) open")
+    out.append("=" * min(width, 100))
+    wrap = textwrap.TextWrapper(width=width, initial_indent="    ", subsequent_indent="    ")
+    for f in shown:
+        where = f["server"]
+        if f.get("source"):
+            where += f" <- {f['source']}"
+            if f.get("channel"):
+                where += f" (channel {f['channel']!r})"
+        cluster = f" [{f['cluster']}]" if f.get("cluster") else ""
+        out.append(f"{_MARK[f['severity']]} {f['check_id']} on {where}{cluster}")
+        out.append(f"    {f['title']}")
+        if f.get("gtid_set"):
+            count = f" ({f['gtid_count']} transaction(s))" if f.get("gtid_count") is not None else ""
+            out.append(f"    GTIDs{count}: " + f["gtid_set"].replace("\n", " "))
+        if f.get("detail"):
+            out.extend(wrap.wrap(f["detail"]))
+        remediation = (f.get("remediation") or "").strip().splitlines()
+        if remediation:
+            out.append("    what to do:")
+            for line in remediation[:max_remediation_lines]:
+                out.append(f"      {line}")
+            if len(remediation) > max_remediation_lines:
+                out.append(f"      ... ({len(remediation) - max_remediation_lines} more line(s): "
+                           f"gtid-audit findings --format json)")
+        out.append("")
+    if infos:
+        out.append(f"(+{infos} info finding(s): gtid-audit findings --config ... --severity info)")
+    return "\n".join(out)
+
+
+def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path, keep: bool,
+             cache_dir: str | None = None) -> int:
+    """Start the fleet, inject the faults, run the nightly job, print the report; exit code 0
+    when the job ran (findings are the point of the demo, not a failure)."""
+    from jobs import cli
+    from jobs.delta_io import read_arrow
+    from jobs.sandbox import scenarios
+    from jobs.sandbox.fleet import STATE_FILE, Fleet, Topology
+    from jobs.sandbox.installer import ensure_mysql
+
+    started = time.monotonic()
+    dist = ensure_mysql(cache_dir)
+    if (workdir / STATE_FILE).exists():
+        stopped = Fleet.attach(workdir).down()
+        if stopped:
+            print(f"stopped the previous demo fleet: {', '.join(stopped)}")
+    print(f"starting the sandbox fleet (MySQL {dist.version}) from {topology} ...", flush=True)
+    fleet = Fleet.up(Topology.load(topology), workdir, dist=dist)
+    try:
+        print(f"fleet up in {time.monotonic() - started:.0f} s: {', '.join(fleet.servers)}")
+        print("injecting faults ...", flush=True)
+        results = scenarios.inject_demo_faults(fleet)
+        for result in results:
+            print(f"  - {result.name}: {', '.join(result.servers)}")
+        config = fleet.write_audit_config(config_out, warehouse=str(warehouse.resolve()),
+                                          extra_servers=scenarios.extra_config_servers(results))
+        print(f"auditor config: {config}")
+        print("running the nightly job (collect + audit, Spark local mode) ...", flush=True)
+        code = cli.main(["run", "--config", str(config), "--fail-on", "never", "--no-alertmanager"])
+        if code != 0:
+            print(f"the nightly job failed (exit {code})")
+            return code
+        summaries = read_arrow(str(warehouse.resolve()), "run_summary").to_pylist()
+        run_id = max(summaries, key=lambda s: (s["audited_at"], s["run_id"]))["run_id"]
+        findings = read_arrow(str(warehouse.resolve()), "findings", run_id).to_pylist()
+        print()
+        print(render_report(findings))
+        print(f"Delta tables written under {warehouse.resolve()} "
+              f"(runs, servers, channels, binary_logs, relay_log_tail, collection_errors, findings, "
+              f"alerts, uuid_registry, run_summary); demo took {time.monotonic() - started:.0f} s.")
+        print(f"next: gtid-audit findings --config {config_out}   |   gtid-audit explain errant_transactions")
+        return 0
+    finally:
+        if keep:
+            print(f"fleet left running (gtid-audit sandbox down --workdir {workdir} stops it)")
+        else:
+            fleet.down()
+            print("sandbox fleet stopped (use --keep to leave it running)")
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from jobs.sandbox.errors import SandboxError
+
+    try:
+        return run_demo(topology=args.topology, workdir=args.workdir, config_out=args.config_out,
+                        warehouse=args.warehouse, keep=args.keep, cache_dir=args.cache_dir)
+    except SandboxError as exc:
+        log.error("%s", exc)
+        return 1
+
+
+def register(subparsers) -> None:
+    """Add ``demo`` to the gtid-audit parser."""
+    p = subparsers.add_parser(
+        "demo", help="local MySQL fleet with real faults, a full nightly run, the findings",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--topology", type=Path, default=Path("conf/sandbox-topology.yaml"))
+    p.add_argument("--workdir", type=Path, default=Path(".sandbox"))
+    p.add_argument("--config-out", type=Path, default=Path("conf/sandbox.yaml"))
+    p.add_argument("--warehouse", type=Path, default=Path("warehouse"))
+    p.add_argument("--cache-dir", default=None, help="MySQL install cache (see `sandbox install`)")
+    p.add_argument("--keep", action="store_true", help="leave the sandbox fleet running afterwards")
+    p.set_defaults(func=_cmd_demo)

@@ -1,0 +1,129 @@
+"""``gtid-audit sandbox install|up|status|down``: the local MySQL fleet's lifecycle.
+
+Wired into the main parser by ``register(subparsers)``; also runnable on its own as
+``python -m jobs.sandbox.cli sandbox install``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from jobs.sandbox.errors import FleetNotFoundError, SandboxError
+
+__all__ = ["register", "main", "DEFAULT_TOPOLOGY", "DEFAULT_WORKDIR", "DEFAULT_CONFIG_OUT"]
+
+DEFAULT_TOPOLOGY = "conf/sandbox-topology.yaml"
+DEFAULT_WORKDIR = ".sandbox"
+DEFAULT_CONFIG_OUT = "conf/sandbox.yaml"
+
+
+def _install(args: argparse.Namespace) -> int:
+    from jobs.sandbox.installer import ensure_mysql
+
+    dist = ensure_mysql(args.cache_dir)
+    print(f"MySQL {dist.version} ready in {dist.root}")
+    return 0
+
+
+def _up(args: argparse.Namespace) -> int:
+    from jobs.sandbox.fleet import Fleet, Topology
+    from jobs.sandbox.installer import ensure_mysql
+
+    dist = ensure_mysql(args.cache_dir)
+    fleet = Fleet.up(Topology.load(args.topology), args.workdir, dist=dist)
+    extra = []
+    if args.faults:
+        from jobs.sandbox import scenarios
+
+        results = scenarios.inject_demo_faults(fleet)
+        extra = scenarios.extra_config_servers(results)
+        for result in results:
+            print(f"fault {result.name}: {', '.join(result.servers)}")
+    config = fleet.write_audit_config(args.config_out, warehouse=args.warehouse, extra_servers=extra)
+    for server in fleet.servers.values():
+        print(f"{server.name:14s} 127.0.0.1:{server.port:<6d} pid {server.pid}  {server.server_uuid}")
+    print(f"auditor config written to {config}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from jobs.sandbox.fleet import Fleet
+
+    fleet = Fleet.attach(args.workdir)
+    status = fleet.status()
+    if args.json:
+        print(json.dumps(status, indent=2, default=str))
+    else:
+        for row in status["servers"]:
+            state = "running" if row["running"] else "stopped"
+            print(f"{row['name']:14s} 127.0.0.1:{row['port']:<6d} pid {row['pid']}  {state}")
+    return 0 if all(row["running"] for row in status["servers"]) else 3
+
+
+def _down(args: argparse.Namespace) -> int:
+    from jobs.sandbox.fleet import Fleet
+
+    try:
+        fleet = Fleet.attach(args.workdir)
+    except FleetNotFoundError:
+        print(f"no sandbox state in {str(args.workdir)!r}; nothing to stop")
+        return 0
+    stopped = fleet.down()
+    print(f"stopped {len(stopped)} server(s): {', '.join(stopped) if stopped else '-'}")
+    return 0
+
+
+def _guard(func):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except SandboxError as exc:
+            print(f"gtid-audit sandbox: error: {exc}", file=sys.stderr)
+            return 2
+    return run
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``sandbox`` and its sub-commands to the main parser's subparsers."""
+    sandbox = subparsers.add_parser("sandbox", help="a local MySQL 9.7 fleet for tests and the demo")
+    commands = sandbox.add_subparsers(dest="sandbox_command", metavar="{install,up,status,down}")
+    commands.required = True
+
+    install = commands.add_parser("install", help="download and unpack MySQL into the cache (idempotent)")
+    install.add_argument("--cache-dir", default=None,
+                         help="cache root (default $GTID_AUDIT_CACHE, $XDG_CACHE_HOME/gtid-audit, ~/.cache/gtid-audit)")
+    install.set_defaults(func=_guard(_install))
+
+    up = commands.add_parser("up", help="start a fleet and write the auditor config")
+    up.add_argument("--topology", type=Path, default=Path(DEFAULT_TOPOLOGY))
+    up.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
+    up.add_argument("--config-out", type=Path, default=Path(DEFAULT_CONFIG_OUT))
+    up.add_argument("--warehouse", default="./warehouse")
+    up.add_argument("--faults", action="store_true",
+                    help="inject the demo faults (errant transaction, purged logs, broken addresses)")
+    up.add_argument("--cache-dir", default=None)
+    up.set_defaults(func=_guard(_up))
+
+    status = commands.add_parser("status", help="show the fleet saved in the workdir")
+    status.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=_guard(_status))
+
+    down = commands.add_parser("down", help="stop exactly the servers the workdir's fleet started")
+    down.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
+    down.set_defaults(func=_guard(_down))
+    return sandbox
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point: ``python -m jobs.sandbox.cli sandbox install``."""
+    parser = argparse.ArgumentParser(prog="gtid-audit")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

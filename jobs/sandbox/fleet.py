@@ -1,0 +1,456 @@
+"""A fleet of sandbox servers from a topology: real servers, real GTID replication.
+
+``Topology.load(path_or_dict)`` validates a YAML topology (pydantic; errors name the key)::
+
+    servers:
+      - {name: orders-src, cluster: orders}            # gtid_mode ON unless told otherwise
+      - {name: legacy, gtid_mode: "OFF", options: ["--binlog-format=ROW"]}
+    channels:
+      - {replica: orders-r1, source: orders-src}        # channel '' (the default channel)
+      - {replica: billing-r1, source: orders-src, channel: orders}
+    schema:                                             # SQL run on these servers before
+      orders-src: ["CREATE DATABASE orders", ...]       # any replica attaches
+
+``Fleet.up(topology, workdir)`` starts every server, creates the ``repl`` and least-privilege
+``audit`` accounts (``sql_log_bin=0``: accounts never become GTIDs), runs the initial SQL,
+configures each channel with ``SOURCE_AUTO_POSITION=1``, and waits until every replica's
+``gtid_executed`` contains its sources' (``GTID_SUBSET`` computed by the replica). A failed ``up``
+stops whatever it started. The state (pids, ports, passwords) is saved to
+``workdir/sandbox-state.json`` (mode 0600) so ``Fleet.attach(workdir)`` works from another
+process; ``fleet.down()`` stops exactly the recorded pids.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jobs.sandbox.accounts import AUDIT_USER, REPL_USER, audit_grant_statements, repl_grant_statements
+from jobs.sandbox.errors import FleetError, FleetNotFoundError, SandboxError, TopologyError
+from jobs.sandbox.installer import MySQLDist, ensure_mysql
+from jobs.sandbox.server import HOST, SandboxServer
+
+__all__ = ["Topology", "ServerSpec", "ChannelSpec", "Fleet", "STATE_FILE", "AUDIT_PASSWORD_FILE"]
+
+STATE_FILE = "sandbox-state.json"
+AUDIT_PASSWORD_FILE = "audit.password"
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+_CHANNEL = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
+
+
+def _on_off(value: Any) -> Any:
+    """YAML 1.1 reads a bare ON/OFF as a boolean: map it back to the server's words."""
+    if value is True:
+        return "ON"
+    if value is False:
+        return "OFF"
+    return value.upper() if isinstance(value, str) else value
+
+
+class ServerSpec(BaseModel):
+    """One server: its name, cluster, gtid_mode and extra mysqld options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    cluster: str | None = None
+    gtid_mode: Literal["ON", "OFF", "ON_PERMISSIVE", "OFF_PERMISSIVE"] = "ON"
+    options: tuple[str, ...] = ()
+
+    @field_validator("gtid_mode", mode="before")
+    @classmethod
+    def _gtid_mode(cls, value: Any) -> Any:
+        return _on_off(value)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"server name {value!r} must be a letter then letters, digits, '-' or '_' (max 32)")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for option in value:
+            if not option.startswith("--"):
+                raise ValueError(f"mysqld option {option!r} must start with '--'")
+        return value
+
+
+class ChannelSpec(BaseModel):
+    """One replication channel: ``replica`` replicates from ``source`` on channel ``channel``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    replica: str
+    source: str
+    channel: str = ""
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        if not _CHANNEL.match(value):
+            raise ValueError(f"channel name {value!r} must be up to 64 letters, digits, '-' or '_'")
+        return value
+
+
+class Topology(BaseModel):
+    """A validated fleet layout (see the module docstring for the YAML shape)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = "sandbox"
+    servers: tuple[ServerSpec, ...] = Field(min_length=1)
+    channels: tuple[ChannelSpec, ...] = ()
+    schema_sql: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="schema")
+
+    @model_validator(mode="after")
+    def _references(self) -> "Topology":
+        names = [s.name for s in self.servers]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"servers: duplicate server names {dupes!r}")
+        by_name = {s.name: s for s in self.servers}
+        seen: set[tuple[str, str]] = set()
+        for i, ch in enumerate(self.channels):
+            for role in ("replica", "source"):
+                if getattr(ch, role) not in by_name:
+                    raise ValueError(f"channels[{i}].{role}: unknown server {getattr(ch, role)!r}")
+            if ch.replica == ch.source:
+                raise ValueError(f"channels[{i}]: server {ch.replica!r} cannot replicate from itself")
+            if (ch.replica, ch.channel) in seen:
+                raise ValueError(f"channels[{i}].channel: {ch.replica!r} already has channel {ch.channel!r}")
+            seen.add((ch.replica, ch.channel))
+            for role in ("replica", "source"):
+                spec = by_name[getattr(ch, role)]
+                if spec.gtid_mode != "ON":
+                    raise ValueError(f"channels[{i}].{role}: {spec.name!r} has gtid_mode {spec.gtid_mode!r}; "
+                                     "SOURCE_AUTO_POSITION=1 needs gtid_mode ON")
+        for server in self.schema_sql:
+            if server not in by_name:
+                raise ValueError(f"schema.{server}: unknown server {server!r}")
+        return self
+
+    @classmethod
+    def load(cls, source: "str | os.PathLike | dict | Topology") -> "Topology":
+        """Validate a topology from a YAML file path or a dict; errors name the file and key."""
+        if isinstance(source, Topology):
+            return source
+        origin = "topology"
+        if isinstance(source, (str, os.PathLike)):
+            path = Path(source)
+            origin = str(path)
+            try:
+                data = yaml.safe_load(path.read_text())
+            except FileNotFoundError:
+                raise TopologyError(f"topology file {origin!r} does not exist") from None
+            except yaml.YAMLError as exc:
+                raise TopologyError(f"topology file {origin!r} is not valid YAML: {exc}") from None
+        else:
+            data = source
+        if not isinstance(data, dict):
+            raise TopologyError(f"{origin}: expected a mapping with 'servers', got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+                value = err.get("input")
+                shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
+                problems.append(f"{key}: {err['msg']}{shown}")
+            raise TopologyError(f"{origin}: invalid topology: " + "; ".join(problems)) from None
+
+    def server(self, name: str) -> ServerSpec:
+        for spec in self.servers:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def cluster_of(self, name: str) -> str:
+        """The server's cluster: explicit, else its first source's (recursively), else its name."""
+        spec = self.server(name)
+        if spec.cluster:
+            return spec.cluster
+        for ch in self.channels:
+            if ch.replica == name:
+                return self.cluster_of(ch.source)
+        return name
+
+    def attach_order(self) -> list[ChannelSpec]:
+        """Channels ordered so a source is attached before it feeds another replica (chains)."""
+        ordered: list[ChannelSpec] = []
+        pending = list(self.channels)
+        ready = {s.name for s in self.servers} - {c.replica for c in self.channels}
+        while pending:
+            progressed = [c for c in pending if c.source in ready]
+            if not progressed:          # a replication cycle: attach the rest in file order
+                progressed = pending[:1]
+            for ch in progressed:
+                pending.remove(ch)
+                ordered.append(ch)
+            ready |= {c.replica for c in progressed if all(o.replica != c.replica for o in pending)}
+        return ordered
+
+
+class Fleet:
+    """Running (or saved) sandbox servers and the channels between them."""
+
+    def __init__(self, topology: Topology, workdir: Path, dist: MySQLDist,
+                 servers: dict[str, SandboxServer], passwords: dict[str, str]):
+        self.topology = topology
+        self.workdir = Path(workdir).resolve()
+        self.dist = dist
+        self.servers = servers
+        self.passwords = passwords
+
+    # -- bring up --------------------------------------------------------------------------
+    @classmethod
+    def up(cls, topology: "Topology | dict | str | os.PathLike", workdir: "str | os.PathLike",
+           dist: MySQLDist | None = None, *, timeout: float = 120.0) -> "Fleet":
+        """Start the topology in ``workdir`` (wiped of any previous stopped fleet)."""
+        topology = Topology.load(topology)
+        workdir = Path(workdir).resolve()
+        state_path = workdir / STATE_FILE
+        if state_path.exists():
+            with contextlib.suppress(SandboxError, ValueError, KeyError):
+                previous = cls.attach(workdir)
+                running = [s.name for s in previous.servers.values() if s.is_running()]
+                if running:
+                    raise FleetError(f"workdir {str(workdir)!r} still has running servers {running!r}; "
+                                     "run `gtid-audit sandbox down` first")
+        dist = dist or ensure_mysql()
+        workdir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(workdir / "servers", ignore_errors=True)
+        passwords = {REPL_USER: secrets.token_urlsafe(18), AUDIT_USER: secrets.token_urlsafe(18)}
+        servers = {spec.name: SandboxServer(dist, spec.name, workdir / "servers" / spec.name, i + 1,
+                                            gtid_mode=spec.gtid_mode, options=spec.options)
+                   for i, spec in enumerate(topology.servers)}
+        fleet = cls(topology, workdir, dist, servers, passwords)
+        try:
+            fleet._start_all()
+            fleet.save()
+            fleet._create_accounts()
+            for name, statements in topology.schema_sql.items():
+                servers[name].execute(*statements)
+            for ch in topology.attach_order():
+                fleet.attach_channel(ch)
+            fleet.wait_caught_up(timeout=timeout)
+            fleet._write_password_file()
+            fleet.save()
+        except BaseException:
+            fleet.down()
+            raise
+        return fleet
+
+    def _start_all(self) -> None:
+        with ThreadPoolExecutor(max_workers=min(4, len(self.servers))) as pool:
+            futures = {name: pool.submit(server.start) for name, server in self.servers.items()}
+        errors = []
+        for name, future in futures.items():
+            try:
+                future.result()
+            except Exception as exc:  # collect all, then fail once
+                errors.append(f"{name}: {exc}")
+        if errors:
+            raise FleetError("servers failed to start: " + " | ".join(errors))
+
+    def _create_accounts(self, servers: "list[SandboxServer] | None" = None) -> None:
+        statements = (["SET SESSION sql_log_bin = 0"]
+                      + repl_grant_statements(self.passwords[REPL_USER])
+                      + audit_grant_statements(self.passwords[AUDIT_USER])
+                      + ["SET SESSION sql_log_bin = 1"])
+        for server in servers if servers is not None else self.servers.values():
+            server.execute(*statements)
+
+    def attach_channel(self, ch: "ChannelSpec", *, start: bool = True) -> None:
+        """CHANGE REPLICATION SOURCE TO ... SOURCE_AUTO_POSITION=1 FOR CHANNEL, then START REPLICA."""
+        replica, source = self.servers[ch.replica], self.servers[ch.source]
+        channel = f"FOR CHANNEL '{ch.channel}'"
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='{HOST}', SOURCE_PORT={source.port}, "
+            f"SOURCE_USER='{REPL_USER}', SOURCE_PASSWORD='{self.passwords[REPL_USER]}', "
+            "SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1, SOURCE_HEARTBEAT_PERIOD=0.5, "
+            f"SOURCE_RETRY_COUNT=3600 {channel}")
+        if start:
+            replica.execute(f"START REPLICA {channel}")
+
+    def add_server(self, spec: "ServerSpec | dict") -> SandboxServer:
+        """Start one more server (no channels) in this fleet, with the fleet's accounts."""
+        spec = ServerSpec.model_validate(spec) if isinstance(spec, dict) else spec
+        if spec.name in self.servers:
+            raise FleetError(f"server {spec.name!r} is already in the fleet")
+        data = self.topology.model_dump(by_alias=True, mode="json")
+        data["servers"].append(spec.model_dump(mode="json"))
+        topology = Topology.load(data)
+        server_id = max(s.server_id for s in self.servers.values()) + 1
+        server = SandboxServer(self.dist, spec.name, self.workdir / "servers" / spec.name, server_id,
+                               gtid_mode=spec.gtid_mode, options=spec.options)
+        server.start()
+        self.servers[spec.name] = server
+        self.topology = topology
+        self.save()
+        self._create_accounts([server])
+        return server
+
+    # -- waiting ---------------------------------------------------------------------------
+    def channel_errors(self) -> dict[tuple[str, str], str]:
+        """{(replica, channel): 'errno: message'} for channels whose receiver or applier failed."""
+        problems: dict[tuple[str, str], str] = {}
+        for ch in self.topology.channels:
+            replica = self.servers[ch.replica]
+            if not replica.is_running():
+                continue
+            for row in replica.query("SHOW REPLICA STATUS FOR CHANNEL %s", (ch.channel,)):
+                for kind in ("IO", "SQL"):
+                    if row.get(f"Last_{kind}_Errno"):
+                        problems[(ch.replica, ch.channel)] = f"{row[f'Last_{kind}_Errno']}: {row[f'Last_{kind}_Error']}"
+        return problems
+
+    def wait_caught_up(self, timeout: float = 120.0, channels: "list[ChannelSpec] | None" = None) -> None:
+        """Wait until each replica's gtid_executed contains its source's (GTID_SUBSET, on the replica)."""
+        pending = list(channels if channels is not None else self.topology.channels)
+        deadline = time.monotonic() + timeout
+        while pending:
+            still = []
+            for ch in pending:
+                source_set = self.servers[ch.source].gtid_executed()
+                if not self.servers[ch.replica].query_value(
+                        "SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (source_set,)):
+                    still.append(ch)
+            pending = still
+            if not pending:
+                return
+            errors = self.channel_errors()
+            failed = {k: v for k, v in errors.items() if any((c.replica, c.channel) == k for c in pending)}
+            if failed:
+                raise FleetError(f"replication failed while catching up: {failed!r}")
+            if time.monotonic() > deadline:
+                names = [f"{c.replica}<-{c.source} ({c.channel!r})" for c in pending]
+                raise FleetError(f"replicas did not catch up within {timeout} s: {names!r}")
+            time.sleep(0.1)
+
+    # -- state -----------------------------------------------------------------------------
+    def server(self, name: str) -> SandboxServer:
+        try:
+            return self.servers[name]
+        except KeyError:
+            raise FleetError(f"no server {name!r} in this fleet; servers are {sorted(self.servers)!r}") from None
+
+    def cluster_of(self, name: str) -> str:
+        return self.topology.cluster_of(name)
+
+    @property
+    def audit_password_file(self) -> Path:
+        return self.workdir / AUDIT_PASSWORD_FILE
+
+    def _write_password_file(self) -> None:
+        _write_private(self.audit_password_file, self.passwords[AUDIT_USER] + "\n")
+
+    def save(self) -> Path:
+        """Write ``workdir/sandbox-state.json`` (mode 0600: it holds passwords)."""
+        state = {
+            "version": 1,
+            "topology": self.topology.model_dump(by_alias=True, mode="json"),
+            "dist": {"root": str(self.dist.root), "version": self.dist.version,
+                     "template_datadir": str(self.dist.template_datadir)},
+            "passwords": self.passwords,
+            "servers": {name: server.to_state() for name, server in self.servers.items()},
+        }
+        path = self.workdir / STATE_FILE
+        _write_private(path, json.dumps(state, indent=2) + "\n")
+        return path
+
+    @classmethod
+    def attach(cls, workdir: "str | os.PathLike") -> "Fleet":
+        """The fleet saved in ``workdir`` by ``up`` (from this or another process)."""
+        workdir = Path(workdir).resolve()
+        path = workdir / STATE_FILE
+        if not path.exists():
+            raise FleetNotFoundError(f"no sandbox state file {str(path)!r}: no fleet was brought up in "
+                                     f"{str(workdir)!r}")
+        try:
+            state = json.loads(path.read_text())
+            dist = MySQLDist(root=Path(state["dist"]["root"]), version=state["dist"]["version"],
+                             template_datadir=Path(state["dist"]["template_datadir"]))
+            topology = Topology.load(state["topology"])
+            servers = {name: SandboxServer.from_state(dist, s) for name, s in state["servers"].items()}
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise FleetError(f"sandbox state file {str(path)!r} is damaged: {exc!r}") from None
+        return cls(topology, workdir, dist, servers, state["passwords"])
+
+    def status(self) -> dict[str, Any]:
+        rows = []
+        for name, server in self.servers.items():
+            rows.append({"name": name, "cluster": self.cluster_of(name), "host": server.host,
+                         "port": server.port, "pid": server.pid, "running": server.is_running(),
+                         "server_uuid": server.to_state()["server_uuid"]})
+        return {"workdir": str(self.workdir), "servers": rows}
+
+    def down(self) -> list[str]:
+        """Stop exactly the pids this fleet started (in parallel); return the names stopped."""
+        targets = [s for s in self.servers.values() if s.pid is not None]
+        stopped = [s.name for s in targets if s.is_running()]
+        # Replicas first, wave by wave: a source whose binlog dump threads still serve a
+        # connected replica spends ~10 s in shutdown waiting for them.
+        remaining = {s.name: s for s in targets}
+        while remaining:
+            feeding = {c.source for c in self.topology.channels if c.replica in remaining}
+            wave = [s for name, s in remaining.items() if name not in feeding] or list(remaining.values())
+            with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+                list(pool.map(lambda s: s.stop(), wave))
+            for server in wave:
+                remaining.pop(server.name)
+        if (self.workdir / STATE_FILE).exists() or targets:
+            with contextlib.suppress(OSError):
+                self.save()
+        return stopped
+
+    # -- the auditor's configuration -------------------------------------------------------
+    def write_audit_config(self, path: "str | os.PathLike", warehouse: str = "./warehouse",
+                           extra_servers: "list[dict[str, Any]] | tuple" = (),
+                           connect_timeout_s: int = 5) -> Path:
+        """Write the auditor's YAML config: every server, user ``audit``, password by file."""
+        self._write_password_file()
+        servers = [{"name": name, "host": server.host, "port": server.port, "cluster": self.cluster_of(name)}
+                   for name, server in self.servers.items()]
+        names = {s["name"] for s in servers}
+        for extra in extra_servers:
+            if extra["name"] in names:
+                raise FleetError(f"extra server name {extra['name']!r} is already in the fleet")
+            names.add(extra["name"])
+            servers.append(dict(extra))
+        config = {
+            "warehouse": str(warehouse),
+            "defaults": {"user": AUDIT_USER, "password_file": str(self.audit_password_file),
+                         "connect_timeout_s": connect_timeout_s},
+            "servers": servers,
+        }
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("# Written by `gtid-audit sandbox up`; the servers live until `sandbox down`.\n"
+                       + yaml.safe_dump(config, sort_keys=False))
+        return out.resolve()
+
+    def __enter__(self) -> "Fleet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by the owner only (created 0600, never world-readable)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)

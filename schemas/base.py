@@ -1,0 +1,250 @@
+"""The schema framework: one neutral, versioned definition per Delta table.
+
+A :class:`TableSchema` lists its columns (name, type, nullable, description), its version, its
+partition columns and its key. The same definition is converted to a pyarrow schema (delta-rs
+writes, pandas reads) and to a Spark ``StructType`` (delta-spark writes, Spark reads), so every
+writer and every test sees one schema.
+
+Types are a small closed vocabulary (``LogicalType``): strings, 64/32-bit integers, booleans,
+doubles, UTC timestamps (microseconds) and dates. Anything richer is stored as text.
+
+The version is stored as the table property ``gtid_audit.schema_version`` when the table is
+created; writers compare it before every write (see ``jobs.delta_io``).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+__all__ = [
+    "LogicalType",
+    "Column",
+    "TableSchema",
+    "SchemaError",
+    "SCHEMA_VERSION_PROPERTY",
+    "run_columns",
+    "server_columns",
+    "register",
+    "get_table",
+    "all_tables",
+]
+
+SCHEMA_VERSION_PROPERTY = "gtid_audit.schema_version"
+
+
+class SchemaError(ValueError):
+    """Raised when a schema definition is inconsistent, or when a row does not fit its schema
+    (unknown column, missing non-nullable value, value of the wrong Python type). The message
+    names the table, the column and quotes the value."""
+
+
+class LogicalType(str, Enum):
+    """The column types a table may use, with their pyarrow and Spark equivalents."""
+
+    STRING = "string"
+    INT64 = "int64"
+    INT32 = "int32"
+    BOOL = "bool"
+    DOUBLE = "double"
+    TIMESTAMP = "timestamp"  # UTC, microseconds; Delta ``timestamp``, Spark TimestampType
+    DATE = "date"
+
+    def to_arrow(self) -> pa.DataType:
+        return {
+            LogicalType.STRING: pa.string(),
+            LogicalType.INT64: pa.int64(),
+            LogicalType.INT32: pa.int32(),
+            LogicalType.BOOL: pa.bool_(),
+            LogicalType.DOUBLE: pa.float64(),
+            LogicalType.TIMESTAMP: pa.timestamp("us", tz="UTC"),
+            LogicalType.DATE: pa.date32(),
+        }[self]
+
+    def to_spark(self):
+        from pyspark.sql import types as T
+
+        return {
+            LogicalType.STRING: T.StringType(),
+            LogicalType.INT64: T.LongType(),
+            LogicalType.INT32: T.IntegerType(),
+            LogicalType.BOOL: T.BooleanType(),
+            LogicalType.DOUBLE: T.DoubleType(),
+            LogicalType.TIMESTAMP: T.TimestampType(),
+            LogicalType.DATE: T.DateType(),
+        }[self]
+
+    def python_types(self) -> tuple[type, ...]:
+        """The Python types a row value of this column may have (besides None)."""
+        return {
+            LogicalType.STRING: (str,),
+            LogicalType.INT64: (int,),
+            LogicalType.INT32: (int,),
+            LogicalType.BOOL: (bool,),
+            LogicalType.DOUBLE: (float, int),
+            LogicalType.TIMESTAMP: (_dt.datetime,),
+            LogicalType.DATE: (_dt.date,),
+        }[self]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its name, type, whether NULL is allowed, and what it holds."""
+
+    name: str
+    type: LogicalType
+    nullable: bool
+    description: str
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier() or self.name != self.name.lower():
+            raise SchemaError(f"column name {self.name!r} must be a lowercase identifier")
+        object.__setattr__(self, "type", LogicalType(self.type))
+        if not self.description.strip():
+            raise SchemaError(f"column {self.name!r} needs a description")
+
+
+def run_columns() -> tuple[Column, ...]:
+    """The columns every table starts with: which run wrote the row."""
+    return (
+        Column("run_id", LogicalType.STRING, False, "identifier of the collection run"),
+        Column("run_date", LogicalType.DATE, False, "UTC date the run started (partition column)"),
+    )
+
+
+def server_columns() -> tuple[Column, ...]:
+    """The columns every per-server table carries after ``run_columns()``."""
+    return run_columns() + (
+        Column("server", LogicalType.STRING, False, "configured server name (unique in the inventory)"),
+        Column("cluster", LogicalType.STRING, True, "configured cluster label; NULL when not set"),
+        Column("read_at", LogicalType.TIMESTAMP, True,
+               "UTC instant the statement producing this row returned; NULL if nothing was read"),
+    )
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A versioned table definition. ``key`` is the set of columns that identify a row inside
+    one run (used by tests and idempotent rewrites); ``partition_by`` are Delta partitions."""
+
+    name: str
+    version: int
+    columns: tuple[Column, ...]
+    description: str
+    partition_by: tuple[str, ...] = ("run_date",)
+    key: tuple[str, ...] = ()
+    _by_name: Mapping[str, Column] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise SchemaError(f"table name {self.name!r} must be an identifier")
+        if not isinstance(self.version, int) or self.version < 1:
+            raise SchemaError(f"table {self.name!r}: version {self.version!r} must be an int >= 1")
+        by_name: dict[str, Column] = {}
+        for col in self.columns:
+            if col.name in by_name:
+                raise SchemaError(f"table {self.name!r}: duplicate column {col.name!r}")
+            by_name[col.name] = col
+        for group, names in (("partition_by", self.partition_by), ("key", self.key)):
+            for n in names:
+                if n not in by_name:
+                    raise SchemaError(f"table {self.name!r}: {group} names unknown column {n!r}")
+        for n in self.partition_by:
+            if by_name[n].nullable:
+                raise SchemaError(f"table {self.name!r}: partition column {n!r} must not be nullable")
+        if "run_id" not in by_name:
+            raise SchemaError(f"table {self.name!r} must have a run_id column")
+        object.__setattr__(self, "_by_name", by_name)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def column(self, name: str) -> Column:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise SchemaError(f"table {self.name!r} has no column {name!r}") from None
+
+    def to_arrow(self) -> pa.Schema:
+        """The pyarrow schema (delta-rs writes, pandas reads), with the version as metadata."""
+        return pa.schema(
+            [pa.field(c.name, c.type.to_arrow(), nullable=c.nullable,
+                      metadata={"description": c.description}) for c in self.columns],
+            metadata={SCHEMA_VERSION_PROPERTY: str(self.version), "table": self.name},
+        )
+
+    def to_spark(self):
+        """The Spark ``StructType`` (delta-spark writes, Spark reads)."""
+        from pyspark.sql import types as T
+
+        return T.StructType(
+            [T.StructField(c.name, c.type.to_spark(), c.nullable, {"description": c.description})
+             for c in self.columns]
+        )
+
+    def check_row(self, row: Mapping[str, Any]) -> None:
+        """Raise :class:`SchemaError` if ``row`` has unknown columns, lacks a non-nullable
+        value, or holds a value of the wrong Python type."""
+        unknown = set(row) - set(self._by_name)
+        if unknown:
+            raise SchemaError(f"table {self.name!r}: unknown column(s) {sorted(unknown)!r}")
+        for col in self.columns:
+            value = row.get(col.name)
+            if value is None:
+                if not col.nullable:
+                    raise SchemaError(f"table {self.name!r}: column {col.name!r} must not be NULL")
+                continue
+            allowed = col.type.python_types()
+            bad = not isinstance(value, allowed) or (
+                col.type in (LogicalType.INT64, LogicalType.INT32, LogicalType.DOUBLE)
+                and isinstance(value, bool)
+            ) or (col.type is LogicalType.DATE and isinstance(value, _dt.datetime))
+            if bad:
+                raise SchemaError(
+                    f"table {self.name!r}: column {col.name!r} expects {col.type.value}, "
+                    f"got {value!r}"
+                )
+            if col.type is LogicalType.TIMESTAMP and value.tzinfo is None:
+                raise SchemaError(
+                    f"table {self.name!r}: column {col.name!r} needs a timezone-aware UTC "
+                    f"timestamp, got {value!r}"
+                )
+
+    def rows_to_arrow(self, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+        """Check every row and build a pyarrow table in this schema (missing nullable
+        columns become NULL)."""
+        rows = list(rows)
+        for row in rows:
+            self.check_row(row)
+        arrays = {c.name: [r.get(c.name) for r in rows] for c in self.columns}
+        return pa.Table.from_pydict(arrays, schema=self.to_arrow())
+
+
+_REGISTRY: dict[str, TableSchema] = {}
+
+
+def register(schema: TableSchema) -> TableSchema:
+    """Add ``schema`` to the registry (by table name) and return it; a second, different
+    definition under the same name is refused."""
+    existing = _REGISTRY.get(schema.name)
+    if existing is not None and existing != schema:
+        raise SchemaError(f"table {schema.name!r} is already registered with another definition")
+    _REGISTRY[schema.name] = schema
+    return schema
+
+
+def get_table(name: str) -> TableSchema:
+    """The registered schema of table ``name``."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise SchemaError(f"no table named {name!r}; known: {sorted(_REGISTRY)!r}") from None
+
+
+def all_tables() -> dict[str, TableSchema]:
+    """Every registered table, by name."""
+    return dict(_REGISTRY)

@@ -1,0 +1,204 @@
+"""The six tables written by ``gtid-audit collect``.
+
+Every value read from a server is stored as the server returned it: GTID sets as the server's
+text (not re-canonicalised), NULL stays NULL, text columns hold the raw text. Integers and
+booleans are converted only from the server's own integer/ON/OFF forms; a value that cannot be
+converted is stored as NULL and reported in ``collection_errors`` (class ``unparseable_value``).
+"""
+from __future__ import annotations
+
+from schemas.base import Column, LogicalType as L, TableSchema, register, run_columns, server_columns
+
+__all__ = ["RUNS", "SERVERS", "CHANNELS", "BINARY_LOGS", "RELAY_LOG_TAIL", "COLLECTION_ERRORS",
+           "COLLECTION_TABLES"]
+
+C = Column
+
+RUNS = register(TableSchema(
+    name="runs",
+    version=1,
+    description="One row per collection run: when, what was configured, what came back.",
+    key=("run_id",),
+    columns=run_columns() + (
+        C("started_at", L.TIMESTAMP, False, "UTC instant the run started"),
+        C("finished_at", L.TIMESTAMP, False, "UTC instant the rows were handed to the writer"),
+        C("config_file", L.STRING, True, "path of the configuration file the run used"),
+        C("warehouse", L.STRING, False, "root of the Delta tables (resolved)"),
+        C("writer", L.STRING, False, "'delta-rs' or 'delta-spark': which library wrote the tables"),
+        C("spark_master", L.STRING, True, "Spark master URL of the run"),
+        C("servers_configured", L.INT64, False, "servers listed in the configuration"),
+        C("servers_discovered", L.INT64, False, "servers added by topology discovery"),
+        C("servers_ok", L.INT64, False, "servers read without any error"),
+        C("servers_partial", L.INT64, False, "servers read, but some statement failed"),
+        C("servers_failed", L.INT64, False, "servers from which nothing could be read"),
+        C("error_count", L.INT64, False, "rows written to collection_errors for this run"),
+        C("collector_version", L.STRING, False, "version of the gtid-audit package"),
+    ),
+))
+
+SERVERS = register(TableSchema(
+    name="servers",
+    version=1,
+    description="One row per server and run: identity, version, GTID sets and the variables "
+                "the checks need, each as @@GLOBAL returned it.",
+    key=("run_id", "server"),
+    columns=server_columns() + (
+        C("host", L.STRING, False, "host the collector connected to (from the configuration)"),
+        C("port", L.INT32, False, "port the collector connected to"),
+        C("aliases", L.STRING, True, "other host:port names replicas may use, comma-separated"),
+        C("discovered", L.BOOL, False, "true if the server came from topology discovery"),
+        C("status", L.STRING, False, "'ok', 'partial' (some statement failed) or 'failed'"),
+        C("read_order", L.INT32, True, "wave in which the server was read (0 = first: deepest replicas)"),
+        C("topology_depth", L.INT32, True, "replication depth seen when planning (0 = no source)"),
+        C("read_started_at", L.TIMESTAMP, True, "UTC instant the connection was attempted"),
+        C("read_finished_at", L.TIMESTAMP, True, "UTC instant the last statement returned"),
+        C("gtid_read_at", L.TIMESTAMP, True, "UTC instant the @@GLOBAL variables SELECT returned"),
+        C("server_uuid", L.STRING, True, "@@GLOBAL.server_uuid"),
+        C("server_id", L.INT64, True, "@@GLOBAL.server_id"),
+        C("version", L.STRING, True, "@@GLOBAL.version"),
+        C("version_comment", L.STRING, True, "@@GLOBAL.version_comment"),
+        C("hostname", L.STRING, True, "@@GLOBAL.hostname"),
+        C("reported_port", L.INT32, True, "@@GLOBAL.port"),
+        C("gtid_mode", L.STRING, True, "@@GLOBAL.gtid_mode (OFF, OFF_PERMISSIVE, ON_PERMISSIVE, ON)"),
+        C("enforce_gtid_consistency", L.STRING, True, "@@GLOBAL.enforce_gtid_consistency (OFF, ON, WARN)"),
+        C("gtid_executed", L.STRING, True, "@@GLOBAL.gtid_executed, server text"),
+        C("gtid_purged", L.STRING, True, "@@GLOBAL.gtid_purged, server text"),
+        C("log_bin", L.BOOL, True, "@@GLOBAL.log_bin"),
+        C("log_replica_updates", L.BOOL, True, "@@GLOBAL.log_replica_updates (log_slave_updates before 8.0.26)"),
+        C("sync_binlog", L.INT64, True, "@@GLOBAL.sync_binlog"),
+        C("innodb_flush_log_at_trx_commit", L.INT64, True, "@@GLOBAL.innodb_flush_log_at_trx_commit"),
+        C("relay_log_recovery", L.BOOL, True, "@@GLOBAL.relay_log_recovery"),
+        C("replica_parallel_workers", L.INT64, True,
+          "@@GLOBAL.replica_parallel_workers (slave_parallel_workers before 8.0.26)"),
+        C("replica_preserve_commit_order", L.BOOL, True,
+          "@@GLOBAL.replica_preserve_commit_order (slave_preserve_commit_order before 8.0.26)"),
+        C("binlog_format", L.STRING, True, "@@GLOBAL.binlog_format"),
+        C("relay_log_info_repository", L.STRING, True,
+          "@@GLOBAL.relay_log_info_repository; NULL where the variable no longer exists"),
+        C("read_only", L.BOOL, True, "@@GLOBAL.read_only"),
+        C("super_read_only", L.BOOL, True, "@@GLOBAL.super_read_only; NULL on 5.6"),
+        C("binlog_file", L.STRING, True, "File of SHOW BINARY LOG STATUS / SHOW MASTER STATUS"),
+        C("binlog_position", L.INT64, True, "Position of SHOW BINARY LOG STATUS / SHOW MASTER STATUS"),
+        C("binlog_status_gtid_set", L.STRING, True, "Executed_Gtid_Set of SHOW BINARY LOG STATUS"),
+        C("binlog_status_read_at", L.TIMESTAMP, True, "UTC instant SHOW BINARY LOG STATUS returned"),
+        C("channel_count", L.INT32, True, "replica channels found; NULL if they could not be read"),
+    ),
+))
+
+CHANNELS = register(TableSchema(
+    name="channels",
+    version=1,
+    description="One row per replica channel (SHOW REPLICA STATUS / SHOW SLAVE STATUS row), "
+                "joined with performance_schema receiver state and applier configuration.",
+    key=("run_id", "server", "channel_name"),
+    columns=server_columns() + (
+        C("channel_name", L.STRING, False, "Channel_Name; '' is the default channel"),
+        C("status_statement", L.STRING, False, "the statement the row came from"),
+        C("source_host", L.STRING, True, "Source_Host (Master_Host)"),
+        C("source_port", L.INT32, True, "Source_Port (Master_Port)"),
+        C("source_uuid", L.STRING, True, "Source_UUID (Master_UUID); NULL if never connected"),
+        C("source_server_id", L.INT64, True, "Source_Server_Id (Master_Server_Id)"),
+        C("source_server", L.STRING, True,
+          "inventory name of the source (matched by host:port, aliases or server_uuid); NULL if unknown"),
+        C("retrieved_gtid_set", L.STRING, True, "Retrieved_Gtid_Set, server text"),
+        C("executed_gtid_set", L.STRING, True, "Executed_Gtid_Set, server text"),
+        C("io_running", L.STRING, True, "Replica_IO_Running (Slave_IO_Running): Yes, No, Connecting"),
+        C("sql_running", L.STRING, True, "Replica_SQL_Running (Slave_SQL_Running): Yes, No"),
+        C("io_state", L.STRING, True, "Replica_IO_State (Slave_IO_State)"),
+        C("sql_running_state", L.STRING, True, "Replica_SQL_Running_State (Slave_SQL_Running_State)"),
+        C("last_io_errno", L.INT64, True, "Last_IO_Errno"),
+        C("last_io_error", L.STRING, True, "Last_IO_Error"),
+        C("last_io_error_timestamp", L.STRING, True, "Last_IO_Error_Timestamp, server text"),
+        C("last_sql_errno", L.INT64, True, "Last_SQL_Errno"),
+        C("last_sql_error", L.STRING, True, "Last_SQL_Error"),
+        C("last_sql_error_timestamp", L.STRING, True, "Last_SQL_Error_Timestamp, server text"),
+        C("auto_position", L.BOOL, True, "Auto_Position"),
+        C("source_log_file", L.STRING, True, "Source_Log_File (Master_Log_File)"),
+        C("read_source_log_pos", L.INT64, True, "Read_Source_Log_Pos (Read_Master_Log_Pos)"),
+        C("relay_log_file", L.STRING, True, "Relay_Log_File: the applier's current relay log"),
+        C("relay_log_pos", L.INT64, True, "Relay_Log_Pos: the applier's position in it"),
+        C("relay_source_log_file", L.STRING, True, "Relay_Source_Log_File (Relay_Master_Log_File)"),
+        C("exec_source_log_pos", L.INT64, True, "Exec_Source_Log_Pos (Exec_Master_Log_Pos)"),
+        C("seconds_behind_source", L.INT64, True,
+          "Seconds_Behind_Source (Seconds_Behind_Master); NULL = unknown, never 0"),
+        C("sql_delay", L.INT64, True, "SQL_Delay"),
+        C("receiver_read_at", L.TIMESTAMP, True,
+          "UTC instant performance_schema.replication_connection_status returned"),
+        C("received_transaction_set", L.STRING, True, "RECEIVED_TRANSACTION_SET"),
+        C("service_state", L.STRING, True, "receiver SERVICE_STATE (ON, OFF, CONNECTING)"),
+        C("queueing_transaction", L.STRING, True, "QUEUEING_TRANSACTION (8.0+); '' when none"),
+        C("queueing_transaction_start_queue_timestamp", L.STRING, True,
+          "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP, server text"),
+        C("last_queued_transaction", L.STRING, True, "LAST_QUEUED_TRANSACTION (8.0+)"),
+        C("last_queued_transaction_end_queue_timestamp", L.STRING, True,
+          "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP, server text"),
+        C("receiver_last_error_number", L.INT64, True, "LAST_ERROR_NUMBER of the receiver"),
+        C("receiver_last_error_message", L.STRING, True, "LAST_ERROR_MESSAGE of the receiver"),
+        C("assign_gtids_to_anonymous_transactions_type", L.STRING, True,
+          "replication_applier_configuration.ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE (8.0.23+)"),
+        C("assign_gtids_to_anonymous_transactions_value", L.STRING, True,
+          "replication_applier_configuration.ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE (8.0.23+)"),
+        C("relay_tail_file", L.STRING, True, "newest relay log file whose tail was read"),
+        C("relay_tail_start_pos", L.INT64, True, "position the tail read started from"),
+        C("relay_tail_events", L.INT32, True, "events stored in relay_log_tail for this channel"),
+        C("relay_tail_truncated", L.BOOL, True,
+          "true if the event cap stopped the read before the end of the relay log"),
+    ),
+))
+
+BINARY_LOGS = register(TableSchema(
+    name="binary_logs",
+    version=1,
+    description="One row per binary log file (SHOW BINARY LOGS), with the file's Previous_gtids "
+                "read from its header events (SHOW BINLOG EVENTS IN f LIMIT n).",
+    key=("run_id", "server", "log_name"),
+    columns=server_columns() + (
+        C("seq", L.INT32, False, "position of the file in SHOW BINARY LOGS (0 = oldest)"),
+        C("log_name", L.STRING, False, "Log_name"),
+        C("file_size", L.INT64, True, "File_size"),
+        C("encrypted", L.STRING, True, "Encrypted (8.0.14+): Yes/No; NULL where absent"),
+        C("previous_gtids", L.STRING, True,
+          "Info of the file's Previous_gtids event, server text; NULL if not read or absent"),
+        C("previous_gtids_read", L.BOOL, False, "true if the header events were read"),
+    ),
+))
+
+RELAY_LOG_TAIL = register(TableSchema(
+    name="relay_log_tail",
+    version=1,
+    description="The last events of each channel's newest relay log (SHOW RELAYLOG EVENTS), read "
+                "from the applier position forward with a cap: enough for the transaction "
+                "boundary parser to tell whether the relay log ends inside a transaction.",
+    key=("run_id", "server", "channel_name", "log_name", "pos"),
+    columns=server_columns() + (
+        C("channel_name", L.STRING, False, "Channel_Name; '' is the default channel"),
+        C("seq", L.INT32, False, "order of the event in the tail (0 = first read)"),
+        C("log_name", L.STRING, False, "Log_name"),
+        C("pos", L.INT64, False, "Pos"),
+        C("event_type", L.STRING, False, "Event_type"),
+        C("event_server_id", L.INT64, True, "Server_id of the event"),
+        C("end_log_pos", L.INT64, True, "End_log_pos"),
+        C("info", L.STRING, True, "Info"),
+    ),
+))
+
+COLLECTION_ERRORS = register(TableSchema(
+    name="collection_errors",
+    version=1,
+    description="One row per failure while collecting: failures are data, the run goes on. "
+                "Messages never contain secrets.",
+    key=("run_id", "server", "seq"),
+    columns=server_columns() + (
+        C("seq", L.INT32, False, "order of the error for this server"),
+        C("error_class", L.STRING, False,
+          "unreachable, timeout, auth_failed, gtid_mode_off, unparseable_value, "
+          "privilege_missing, unexpected"),
+        C("errno", L.INT64, True, "MySQL error number, when the server gave one"),
+        C("sqlstate", L.STRING, True, "SQLSTATE, when the server gave one"),
+        C("message", L.STRING, False, "what went wrong (secrets removed)"),
+        C("statement", L.STRING, True, "the statement that failed; NULL for connection errors"),
+        C("channel_name", L.STRING, True, "channel concerned, if any"),
+    ),
+))
+
+COLLECTION_TABLES = (RUNS, SERVERS, CHANNELS, BINARY_LOGS, RELAY_LOG_TAIL, COLLECTION_ERRORS)

@@ -1,0 +1,97 @@
+"""The audit sub-commands' command-line surface: findings table and filters, explain, exit codes."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from jobs.alerts import finding_key
+from jobs.audit import exit_code_for, main, select_findings
+from jobs.delta_io import write_run_rows
+
+D = dt.date(2026, 11, 22)
+AT = dt.datetime(2026, 11, 22, 4, 0, tzinfo=dt.timezone.utc)
+
+
+def finding(check, server, severity, cluster="orders", status="open", silenced=False, gtid_set=None):
+    return {"run_id": "run1", "run_date": D, "finding_key": finding_key(check, server, "src", ""),
+            "check_id": check, "severity": severity, "cluster": cluster, "server": server, "source": "src",
+            "channel": "", "title": f"{check} title", "detail": "detail", "gtid_set": gtid_set,
+            "gtid_count": None, "first_seen": D, "status": status, "silenced": silenced,
+            "silence_id": "s1" if silenced else None, "remediation": "r", "check_version": "1",
+            "evidence": None}
+
+
+ROWS = [finding("errant_transactions", "r1", "critical", gtid_set="3e11fa47-71ca-11e1-9e33-c80aa9429562:1-3"),
+        finding("replica_gtid_holes", "r2", "warning"),
+        finding("config_sync_binlog", "b1", "warning", cluster="billing"),
+        finding("replication_stopped", "r3", "info"),
+        finding("errant_transactions", "r9", "critical", status="resolved"),
+        finding("source_unresolved", "r4", "critical", silenced=True)]
+
+
+@pytest.fixture
+def audited(tmp_path):
+    """A warehouse holding one audited run's findings and summary, and its config file."""
+    wh = tmp_path / "wh"
+    write_run_rows("findings", ROWS, warehouse=str(wh), run_id="run1")
+    write_run_rows("run_summary", [{
+        "run_id": "run1", "run_date": D, "audited_at": AT, "audit_seconds": 1.0, "servers_audited": 5,
+        "servers_failed": 0, "pairs_audited": 4, "findings_open": 5, "findings_silenced": 1,
+        "findings_resolved": 1, "findings_by_check": "{}", "findings_by_severity": "{}",
+        "alerts_by_event": "{}", "expired_silences": "[]", "fail_on": "critical", "exit_code": 2}],
+        warehouse=str(wh), run_id="run1")
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(f"warehouse: {wh}\ndefaults: {{user: audit}}\nservers:\n  - {{name: r1, host: 127.0.0.1}}\n")
+    return str(cfg)
+
+
+def test_severity_is_a_minimum_and_resolved_hidden():
+    """--severity warning shows warning and critical, open only, most severe first."""
+    got = [(r["check_id"], r["server"]) for r in select_findings(ROWS, severity="warning")]
+    assert got == [("errant_transactions", "r1"), ("source_unresolved", "r4"),
+                   ("config_sync_binlog", "b1"), ("replica_gtid_holes", "r2")]
+
+
+def test_findings_json_filters(audited, capsys):
+    """findings --cluster/--check/--format json prints exactly the matching rows."""
+    assert main(["findings", "--config", audited, "--check", "errant_transactions", "--format", "json"]) == 0
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["server"], r["gtid_set"]) for r in out] == [("r1", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-3")]
+    assert main(["findings", "--config", audited, "--cluster", "billing", "--format", "json"]) == 0
+    assert [json.loads(x)["server"] for x in capsys.readouterr().out.splitlines()] == ["b1"]
+
+
+def test_findings_table(audited, capsys):
+    """The table names the run and shows silenced findings as such."""
+    assert main(["findings", "--config", audited, "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "findings of run run1 (5)" in out and "silenced: s1" in out and "r9" not in out
+
+
+def test_findings_without_audit(tmp_path, capsys):
+    """findings on a warehouse never audited exits 1 and says to run first."""
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text(f"warehouse: {tmp_path / 'none'}\ndefaults: {{user: audit}}\nservers:\n  - {{name: r1, host: h}}\n")
+    assert main(["findings", "--config", str(cfg)]) == 1
+    assert "no audited run" in capsys.readouterr().err
+
+
+def test_explain_exit_codes(capsys):
+    """explain prints a gtid_core check and exits 0; an unknown id exits 1."""
+    assert main(["explain", "errant_transactions"]) == 0
+    assert "errant_transactions:" in capsys.readouterr().out
+    assert main(["explain", "nope"]) == 1
+
+
+@pytest.mark.parametrize("fail_on,expected", [("critical", 2), ("warning", 2), ("never", 0)])
+def test_exit_code_policy(fail_on, expected):
+    """Open unsilenced findings at or above --fail-on give 2; silenced and resolved never count."""
+    assert exit_code_for(ROWS, fail_on) == expected
+
+
+def test_exit_code_ignores_silenced_and_resolved():
+    """Only a silenced critical and a resolved critical: exit 0 under fail-on critical."""
+    rows = [r for r in ROWS if r["server"] in ("r4", "r9")] + [ROWS[1]]
+    assert exit_code_for(rows, "critical") == 0 and exit_code_for(rows, "warning") == 2

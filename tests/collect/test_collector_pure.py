@@ -1,0 +1,101 @@
+"""jobs.collector, the parts that need no server: version dialects, column renames, error classes, read order."""
+from __future__ import annotations
+
+import socket
+
+import mysql.connector.errors as myerr
+import pytest
+
+from gtid_core.versions import MySQLVersion
+from jobs.collector import Probe, classify_error, dialect_for, normalise_replica_status, plan_read_order
+from jobs.config import ServerSpec
+
+
+@pytest.mark.parametrize("version, status, binlog, replicas, names", [
+    ("5.6.51-log", "SHOW SLAVE STATUS", "SHOW MASTER STATUS", "SHOW SLAVE HOSTS", "slave_parallel_workers"),
+    ("5.7.44", "SHOW SLAVE STATUS", "SHOW MASTER STATUS", "SHOW SLAVE HOSTS", "slave_parallel_workers"),
+    ("8.0.21", "SHOW SLAVE STATUS", "SHOW MASTER STATUS", "SHOW SLAVE HOSTS", "slave_parallel_workers"),
+    ("8.0.22", "SHOW REPLICA STATUS", "SHOW MASTER STATUS", "SHOW REPLICAS", "slave_parallel_workers"),
+    ("8.0.26", "SHOW REPLICA STATUS", "SHOW MASTER STATUS", "SHOW REPLICAS", "replica_parallel_workers"),
+    ("8.2.0", "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS", "SHOW REPLICAS", "replica_parallel_workers"),
+    ("8.4.3", "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS", "SHOW REPLICAS", "replica_parallel_workers"),
+    ("9.7.4-2", "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS", "SHOW REPLICAS", "replica_parallel_workers"),
+], ids=lambda v: v if isinstance(v, str) and v[0].isdigit() else None)
+def test_dialect_follows_the_version_table(version, status, binlog, replicas, names):
+    """Statements and variable names switch at the versions of gtid-background.md §6."""
+    d = dialect_for(MySQLVersion.parse(version))
+    assert (d.replica_status, d.binlog_status, d.replicas_list) == (status, binlog, replicas)
+    variables = dict(d.variables)
+    assert variables["replica_parallel_workers"] == names
+
+
+def test_dialect_variables_that_come_and_go():
+    """super_read_only from 5.7.8, relay_log_info_repository until 8.x, assign-GTIDs column from 8.0.23."""
+    v56, v80, v97 = (dialect_for(MySQLVersion.parse(v)) for v in ("5.6.51", "8.0.23", "9.7.4"))
+    assert "super_read_only" not in dict(v56.variables) and "super_read_only" in dict(v80.variables)
+    assert "relay_log_info_repository" in dict(v80.variables)
+    assert "relay_log_info_repository" not in dict(v97.variables)
+    assert not v56.has_channels and v80.has_channels
+    assert not dialect_for(MySQLVersion.parse("8.0.22")).has_applier_configuration_assign
+    assert v80.has_applier_configuration_assign
+
+
+def test_slave_status_columns_get_the_new_names_and_keep_values():
+    """A SHOW SLAVE STATUS row reads like a SHOW REPLICA STATUS row; NULL lag stays NULL."""
+    row = {"Master_Host": "10.0.0.1", "Master_Port": 3306, "Slave_IO_Running": "Yes",
+           "Seconds_Behind_Master": None, "Retrieved_Gtid_Set": "u:1-3", "Master_UUID": "u"}
+    assert normalise_replica_status(row) == {
+        "Source_Host": "10.0.0.1", "Source_Port": 3306, "Replica_IO_Running": "Yes",
+        "Seconds_Behind_Source": None, "Retrieved_Gtid_Set": "u:1-3", "Source_UUID": "u"}
+
+
+@pytest.mark.parametrize("exc, expected", [
+    (myerr.ProgrammingError(msg="Access denied for user 'audit'@'localhost' (using password: YES)", errno=1045), "auth_failed"),
+    (myerr.ProgrammingError(msg="Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s)", errno=1227), "privilege_missing"),
+    (myerr.ProgrammingError(msg="SELECT command denied to user", errno=1142), "privilege_missing"),
+    (myerr.InterfaceError(msg="Can't connect to MySQL server on '127.0.0.1:1' (111 Connection refused)", errno=2003), "unreachable"),
+    (myerr.InterfaceError(msg="Can't connect to MySQL server on '10.255.255.1:3306' (timed out)", errno=2003), "timeout"),
+    (socket.timeout("timed out"), "timeout"),
+    (myerr.DatabaseError(msg="Unknown system variable 'x'", errno=1193), "unexpected"),
+    (RuntimeError("boom"), "unexpected"),
+], ids=["1045", "1227", "1142", "refused", "connect-timeout", "socket-timeout", "1193", "other"])
+def test_driver_errors_get_their_class(exc, expected):
+    """Each driver failure maps to the error_class the collection_errors table documents."""
+    assert classify_error(exc) == expected
+
+
+def spec(name: str, port: int, aliases=()) -> ServerSpec:
+    return ServerSpec(name=name, host="127.0.0.1", port=port, aliases=aliases, user="audit",
+                      connect_timeout_s=1, read_timeout_s=1)
+
+
+def test_read_order_standard_topology():
+    """Chain and multi-source: deepest replica first, sources last, one group for connected servers."""
+    specs = [spec("orders-src", 1), spec("orders-r1", 2), spec("orders-r2", 3), spec("orders-r3", 4),
+             spec("billing-src", 5), spec("billing-r1", 6), spec("lonely", 7)]
+    probes = {
+        "orders-src": Probe("orders-src", "u-src"),
+        "orders-r1": Probe("orders-r1", "u-r1", sources=(("127.0.0.1", 1, "u-src"),)),
+        "orders-r2": Probe("orders-r2", "u-r2", sources=(("127.0.0.1", 1, None),)),      # by address
+        "orders-r3": Probe("orders-r3", "u-r3", sources=(("other-name", 9, "u-r1"),)),   # by uuid
+        "billing-src": Probe("billing-src", "u-bsrc"),
+        "billing-r1": Probe("billing-r1", "u-br1", sources=(("127.0.0.1", 1, "u-src"), ("127.0.0.1", 5, "u-bsrc"))),
+        "lonely": Probe("lonely", None, ok=False),
+    }
+    plan = plan_read_order(specs, probes)
+    assert plan.groups == (
+        (("orders-r3",), ("billing-r1", "orders-r1", "orders-r2"), ("billing-src", "orders-src")),
+        (("lonely",),),
+    )
+    assert plan.depth["orders-r3"] == 2 and plan.depth["orders-src"] == 0
+    assert plan.read_order["orders-r3"] < plan.read_order["orders-r1"] < plan.read_order["orders-src"]
+
+
+def test_read_order_matches_aliases_and_survives_cycles():
+    """A source named by an alias is found; circular replication does not loop."""
+    specs = [spec("a", 1, aliases=(("a.internal", 3306),)), spec("b", 2)]
+    probes = {"a": Probe("a", "ua", sources=(("127.0.0.1", 2, None),)),
+              "b": Probe("b", "ub", sources=(("A.INTERNAL", 3306, None),))}
+    plan = plan_read_order(specs, probes)
+    assert len(plan.groups) == 1 and sum(len(w) for w in plan.groups[0]) == 2
+    assert sorted(plan.depth.values()) == [0, 1]

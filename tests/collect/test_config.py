@@ -1,0 +1,144 @@
+"""jobs.config: YAML validation, resolution against the file's directory, secrets by reference."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.config import ConfigError, Secret, load_config, parse_config, resolve_password
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MINIMAL = """\
+warehouse: ./warehouse
+defaults:
+  user: audit
+  password_env: GTID_AUDIT_PASSWORD
+  connect_timeout_s: 5
+servers:
+  - name: db-a1
+    host: 10.0.0.11
+    port: 3306
+    cluster: orders
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "conf.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_brief_example_loads_and_resolves_warehouse_against_file_dir(tmp_path):
+    """The keys of the documented example load as written; ./warehouse resolves next to the file."""
+    sub = tmp_path / "etc"
+    sub.mkdir()
+    cfg = load_config(write(sub, MINIMAL))
+    assert cfg.resolved_warehouse() == str(sub / "warehouse")
+    (spec,) = cfg.inventory()
+    assert (spec.name, spec.host, spec.port, spec.cluster, spec.user) == ("db-a1", "10.0.0.11", 3306, "orders", "audit")
+    assert spec.password_env == "GTID_AUDIT_PASSWORD"
+    assert spec.connect_timeout_s == 5
+
+
+def test_object_store_warehouse_is_kept_as_written(tmp_path):
+    """An s3:// warehouse is not turned into a local path."""
+    cfg = load_config(write(tmp_path, MINIMAL.replace("./warehouse", "s3://bucket/wh")))
+    assert cfg.resolved_warehouse() == "s3://bucket/wh"
+
+
+@pytest.mark.parametrize("bad, key, value", [
+    ("    port: 3306\n", "servers[0].port", "'abc'"),
+    ("    cluster: orders\n", "servers[0].colour", "'red'"),
+], ids=["bad-port", "unknown-key"])
+def test_errors_name_file_key_and_value(tmp_path, bad, key, value):
+    """A bad value or an unknown key yields an error naming the file, the key path and the value."""
+    text = MINIMAL.replace(bad, bad.replace("3306", "abc") if "port" in bad else bad + "    colour: red\n")
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert str(path.resolve()) in message and key in message and value in message
+
+
+def test_inline_password_is_refused_without_quoting_it(tmp_path):
+    """A literal password in the file is an error and the error never shows the value."""
+    path = write(tmp_path, MINIMAL.replace("  connect_timeout_s: 5\n", "  password: hunter2-secret\n"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "defaults.password" in str(info.value)
+    assert "hunter2-secret" not in str(info.value)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (MINIMAL + "  - {name: db-a1, host: 10.0.0.12}\n", "duplicate server name 'db-a1'"),
+    (MINIMAL + "  - {name: db-a2, host: 10.0.0.11, port: 3306}\n", "also belongs to 'db-a1'"),
+    (MINIMAL.replace("  password_env: GTID_AUDIT_PASSWORD\n",
+                     "  password_env: A\n  password_file: /x\n"), "at most one of"),
+    (MINIMAL + "discovery: {enabled: true, seeds: [nope]}\n", "'nope' is not a configured server"),
+    ("warehouse: x\nservers: []\n", "list at least one server"),
+    ("- 1\n- 2\n", "top level must be a mapping"),
+    (MINIMAL + "    aliases: ['bad host:x']\n", "aliases"),
+], ids=["dup-name", "dup-address", "two-secrets", "unknown-seed", "no-servers", "not-mapping", "bad-alias"])
+def test_invalid_inventories_are_refused(tmp_path, text, fragment):
+    """Inconsistent inventories fail at load with a message saying what is wrong."""
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    assert fragment in str(info.value)
+
+
+def test_server_overrides_and_own_secret_reference(tmp_path):
+    """Per-server settings override defaults; a server's own secret reference replaces the default one."""
+    text = MINIMAL + ("  - name: db-b1\n    host: h2\n    read_timeout_s: 60\n"
+                      "    password_file: secret.txt\n    aliases: ['db-b1.internal:3307']\n")
+    cfg = load_config(write(tmp_path, text))
+    a, b = cfg.inventory()
+    assert a.read_timeout_s == 10 and b.read_timeout_s == 60
+    assert b.password_env is None and b.password_file == str(tmp_path / "secret.txt")
+    assert b.aliases == (("db-b1.internal", 3307),)
+    assert ("db-b1.internal", 3307) in b.addresses()
+
+
+def test_resolve_password_from_env_and_file(tmp_path, monkeypatch):
+    """Secrets resolve from their reference, and a Secret never prints its value."""
+    (tmp_path / "pw").write_text("s3cr3t\n")
+    cfg = parse_config({"warehouse": "w", "defaults": {"user": "audit"},
+                        "servers": [{"name": "a", "host": "h", "password_env": "GTA_TEST_PW"},
+                                    {"name": "b", "host": "h2", "password_file": str(tmp_path / "pw")}]})
+    a, b = cfg.inventory()
+    monkeypatch.setenv("GTA_TEST_PW", "from-env")
+    assert resolve_password(a).reveal() == "from-env"
+    secret = resolve_password(b)
+    assert secret.reveal() == "s3cr3t"
+    assert "s3cr3t" not in repr(secret) and "s3cr3t" not in str(secret) and "s3cr3t" not in f"{secret}"
+    monkeypatch.delenv("GTA_TEST_PW")
+    with pytest.raises(ConfigError, match="'GTA_TEST_PW' is not set"):
+        resolve_password(a)
+
+
+def test_models_are_frozen(tmp_path):
+    """A loaded configuration cannot be changed by the code that uses it."""
+    cfg = load_config(write(tmp_path, MINIMAL))
+    with pytest.raises(Exception):
+        cfg.servers[0].host = "other"  # type: ignore[misc]
+
+
+def test_audit_section_is_passed_through(tmp_path):
+    """The audit job's section is accepted and kept as written for its own model."""
+    cfg = load_config(write(tmp_path, MINIMAL + "audit:\n  fail_on: critical\n  silences: []\n"))
+    assert cfg.audit == {"fail_on": "critical", "silences": []}
+
+
+@pytest.mark.parametrize("name", ["example-production.yaml", "sandbox.example.yaml"])
+def test_shipped_examples_are_valid(name):
+    """The configurations shipped in conf/ validate."""
+    cfg = load_config(ROOT / "conf" / name)
+    assert cfg.inventory()
+
+
+def test_secret_pickles_for_spark_tasks():
+    """A Secret survives pickling (Spark ships it to tasks) and still hides its value."""
+    import pickle
+
+    s = pickle.loads(pickle.dumps(Secret("pw")))
+    assert s.reveal() == "pw" and "pw" not in repr(s)

@@ -1,0 +1,7 @@
+"""Session-wide fixtures, shared by every test package.
+
+The fixtures themselves live in ``tests/fixtures/``; this file only exports them so that pytest
+finds them everywhere (one Spark session and one sandbox fleet per test run).
+"""
+from tests.fixtures.fleet import *  # noqa: F401,F403
+from tests.fixtures.spark import *  # noqa: F401,F403

@@ -1,0 +1,537 @@
+"""Checks -> Finding records: a positive and a negative case for every check, each seed scenario, and golden
+scenarios captured on a real MySQL 9.7.4 pair."""
+import json
+from pathlib import Path
+
+from gtid_core.relay_log import events_from_rows
+from gtid_core.snapshots import ChannelSnapshot, ServerSnapshot
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+S = "3e11fa47-71ca-11e1-9e33-c80aa9429562"   # source's own uuid
+R = "5a33bc69-93ec-33a3-b055-ea2cc1641784"   # replica's own uuid
+R2 = "6b44cd7a-a4fd-44b4-c166-fb3dd2752895"  # a sibling replica
+X = "4f22ab58-82db-22f2-af44-d91bb0530673"   # a former source whose data a server was restored from
+
+
+def server(name, uuid, version="8.0.36", executed="", purged="", logs=(("binlog.000001", ""),), **variables):
+    """A ServerSnapshot from server-shaped variables (strings, as SHOW GLOBAL VARIABLES returns them)."""
+    v = {"server_uuid": uuid, "version": version, "gtid_mode": "ON", "enforce_gtid_consistency": "ON",
+         "gtid_executed": executed, "gtid_purged": purged, "log_bin": "ON", "sync_binlog": "1",
+         "innodb_flush_log_at_trx_commit": "1", "relay_log_recovery": "ON", "replica_parallel_workers": "4",
+         "replica_preserve_commit_order": "ON"}
+    v.update({k: v2 for k, v2 in variables.items()})
+    v = {k: val for k, val in v.items() if val is not None}
+    binlogs = None if logs is None else [{"Log_name": n, "File_size": 100, "Encrypted": "No", "Previous_gtids": p}
+                                         for n, p in logs]
+    return ServerSnapshot.from_rows(v, binary_logs=binlogs, name=name)
+
+
+def channel(retrieved="", executed="", *, io="Yes", sql="Yes", auto="1", source_uuid=S, caught_up=True,
+            io_errno="0", io_error="", sql_errno="0", sql_error="", old_names=False, connection=None,
+            applier_configuration=None):
+    """A ChannelSnapshot from a SHOW REPLICA STATUS-shaped row (SHOW SLAVE STATUS names with old_names)."""
+    row = {
+        "Source_Host": "10.0.0.1", "Source_Port": "3306", "Source_UUID": source_uuid,
+        "Replica_IO_Running": io, "Replica_SQL_Running": sql, "Auto_Position": auto,
+        "Retrieved_Gtid_Set": retrieved, "Executed_Gtid_Set": executed,
+        "Last_IO_Errno": io_errno, "Last_IO_Error": io_error, "Last_SQL_Errno": sql_errno,
+        "Last_SQL_Error": sql_error, "Source_Log_File": "binlog.000009", "Read_Source_Log_Pos": "5000",
+        "Relay_Source_Log_File": "binlog.000009", "Exec_Source_Log_Pos": "5000" if caught_up else "4000",
+        "Channel_Name": "",
+    }
+    if old_names:
+        rename = {"Source_Host": "Master_Host", "Source_Port": "Master_Port", "Source_UUID": "Master_UUID",
+                  "Replica_IO_Running": "Slave_IO_Running", "Replica_SQL_Running": "Slave_SQL_Running",
+                  "Source_Log_File": "Master_Log_File", "Read_Source_Log_Pos": "Read_Master_Log_Pos",
+                  "Relay_Source_Log_File": "Relay_Master_Log_File", "Exec_Source_Log_Pos": "Exec_Master_Log_Pos"}
+        row = {rename.get(k, k): v for k, v in row.items() if k != "Channel_Name"}
+    return ChannelSnapshot.from_rows(row, connection_status=connection, applier_configuration=applier_configuration)
+
+
+def real(scenario_name, file="relaylog_mysql97_scenarios.json"):
+    """(replica, channel, source, relay_tail) built from rows captured on MySQL 9.7.4."""
+    d = json.loads((DATA / file).read_text())
+    sc = d[scenario_name] if scenario_name else d
+    rep = ServerSnapshot.from_rows(sc["replica"]["variables"], binary_logs=sc["replica"]["binary_logs"],
+                                   name="replica1")
+    src = ServerSnapshot.from_rows(sc["source"]["variables"], binary_logs=sc["source"]["binary_logs"],
+                                   name="source1")
+    c = sc["channel"]
+    ch = ChannelSnapshot.from_rows(c["replica_status"], connection_status=c["connection_status"],
+                                   applier_status=c["applier_status"],
+                                   applier_configuration=c["applier_configuration"])
+    return rep, ch, src, events_from_rows(sc["relay_tail"])
+
+
+def ids(findings):
+    return sorted(f.check_id for f in findings)
+
+
+def serious(findings):
+    return [f for f in findings if f.severity.value in ("critical", "warning")]
+
+
+import pytest  # noqa: E402
+
+from gtid_core.checks import CHECKS, FleetContext, run_pair_checks, run_server_checks  # noqa: E402
+from gtid_core.findings import Severity  # noqa: E402
+from gtid_core.gtid_set import GtidSet  # noqa: E402
+from gtid_core.relay_log import RelayLogEvent  # noqa: E402
+
+G = GtidSet.parse
+FLEET = FleetContext(uuid_registry={S: "src", R: "rep", R2: "rep2"})
+
+
+def pair(replica, ch, source, tail=None, fleet=FLEET):
+    return run_pair_checks(replica, ch, source, tail, fleet)
+
+
+def one(findings, check_id):
+    found = [f for f in findings if f.check_id == check_id]
+    assert len(found) == 1, f"expected one {check_id}, got {ids(findings)}"
+    return found[0]
+
+
+# ---------------------------------------------------------------- healthy pairs
+
+def test_real_97_healthy_pair_with_tagged_gtids_yields_nothing():
+    """Golden 9.7.4 pair (tagged GTIDs, XA, compressed transactions) caught up: no finding at all."""
+    rep, ch, src, tail = real("healthy")
+    assert run_pair_checks(rep, ch, src, tail, FleetContext()) == []
+    assert run_server_checks(src, None) == [] and run_server_checks(rep, None) == []
+
+
+def test_synthetic_healthy_pair_with_tags_yields_nothing():
+    """A replica equal to its source, tags included, with a complete relay tail: nothing."""
+    src = server("src", S, executed=f"{S}:1-100:t1:1-5,{X}:1-10", logs=[("binlog.000001", ""),
+                                                                       ("binlog.000002", f"{S}:1-50,{X}:1-10")])
+    rep = server("rep", R, executed=f"{S}:1-100:t1:1-5,{X}:1-10")
+    ch = channel(retrieved=f"{S}:40-100:t1:1-5", executed=f"{S}:1-100:t1:1-5,{X}:1-10")
+    assert pair(rep, ch, src) == []
+
+
+def test_lagging_replica_is_healthy():
+    """A replica behind its source (applier busy, receiver running) is not a finding."""
+    src = server("src", S, executed=f"{S}:1-200")
+    rep = server("rep", R, executed=f"{S}:1-150")
+    ch = channel(retrieved=f"{S}:100-180", executed=f"{S}:1-150", caught_up=False)
+    assert pair(rep, ch, src) == []
+
+
+# ---------------------------------------------------------------- replica_has_more_gtids
+
+def test_replica_has_more_gtids_positive():
+    """Source lost its binlog tail (sync_binlog != 1 crash): the replica has S:101-105 -> critical, with SQL."""
+    src = server("src", S, executed=f"{S}:1-100")
+    rep = server("rep", R, executed=f"{S}:1-105")
+    f = one(pair(rep, channel(f"{S}:1-105", f"{S}:1-105"), src), "replica_has_more_gtids")
+    assert f.severity is Severity.CRITICAL
+    assert f.gtid_set == G(f"{S}:101-105") and f.gtid_count == 5
+    assert f.server == "rep" and f.source == "src"
+    assert f"SET GTID_NEXT='{S}:101'; BEGIN; COMMIT;" in f.remediation
+
+
+def test_replica_has_more_gtids_negative_without_auto_position():
+    """A channel without AUTO_POSITION does not run the server's check."""
+    src = server("src", S, executed=f"{S}:1-100")
+    rep = server("rep", R, executed=f"{S}:1-105")
+    assert "replica_has_more_gtids" not in ids(pair(rep, channel(f"{S}:1-105", f"{S}:1-105", auto="0"), src))
+
+
+def test_errant_on_56_source_vs_80_source():
+    """Errant transactions of the replica's own uuid: a 5.6 source refuses the replica (whole-set rule), an
+    8.0 source keeps replicating; errant_transactions is reported in both cases."""
+    rep = server("rep", R, executed=f"{S}:1-100,{R}:1-3")
+    ch = channel(f"{S}:90-100", f"{S}:1-100,{R}:1-3")
+    old = pair(rep, ch, server("src", S, version="5.6.40-log", executed=f"{S}:1-100"))
+    new = pair(rep, ch, server("src", S, version="8.0.36", executed=f"{S}:1-100"))
+    assert one(old, "replica_has_more_gtids").gtid_set == G(f"{R}:1-3")
+    assert "replica_has_more_gtids" not in ids(new)
+    for findings in (old, new):
+        e = one(findings, "errant_transactions")
+        assert e.gtid_set == G(f"{R}:1-3")
+        assert "rep" in e.detail  # attributed through the registry
+
+
+# ---------------------------------------------------------------- purged checks (seed 000)
+
+RESTORED = [("mysql-bin.000001", ""), ("mysql-bin.000002", f"{X}:1-100")]
+
+
+def test_restored_source_post_5622_refuses():
+    """Seed 000 from 5.6.22: the restored source's gtid_purged the replica lacks -> source_purged_required_gtids."""
+    src = server("src", S, version="5.6.22-log", executed=f"{X}:1-100,{S}:1-3", purged=f"{X}:1-100", logs=RESTORED)
+    rep = server("rep", R, version="5.6.22-log", executed=f"{X}:1-40,{S}:1-3")
+    findings = pair(rep, channel(f"{S}:1-3", f"{X}:1-40,{S}:1-3"), src)
+    f = one(findings, "source_purged_required_gtids")
+    assert f.gtid_set == G(f"{X}:41-100") and f.severity is Severity.CRITICAL
+    assert "silent_purged_gap" not in ids(findings)
+    assert f.evidence["source_gtid_purged"] == f"{X}:1-100"
+
+
+def test_restored_source_pre_5622_silent_gap():
+    """Seed 000 before 5.6.22: same setup, the source would stream silently -> silent_purged_gap."""
+    src = server("src", S, version="5.6.21-log", executed=f"{X}:1-100,{S}:1-3", purged=f"{X}:1-100", logs=RESTORED)
+    rep = server("rep", R, version="5.6.21-log", executed=f"{X}:1-40,{S}:1-3")
+    findings = pair(rep, channel(f"{S}:1-3", f"{X}:1-40,{S}:1-3"), src)
+    f = one(findings, "silent_purged_gap")
+    assert f.gtid_set == G(f"{X}:41-100") and f.severity is Severity.CRITICAL
+    assert "source_purged_required_gtids" not in ids(findings)
+
+
+@pytest.mark.parametrize("version", ["5.6.21-log", "5.6.22-log", "8.0.36"])
+def test_purged_negative_when_replica_has_it(version):
+    """A replica that has the whole purged set is fine on every version."""
+    src = server("src", S, version=version, executed=f"{X}:1-100,{S}:1-3", purged=f"{X}:1-100", logs=RESTORED)
+    rep = server("rep", R, version=version, executed=f"{X}:1-100,{S}:1-3")
+    assert serious(pair(rep, channel(f"{S}:1-3", f"{X}:1-100,{S}:1-3"), src)) == []
+
+
+def test_real_97_restored_source():
+    """Golden 9.7.4: a source restored with SET GLOBAL gtid_purged; the replica was refused with 13114.
+    The audit reports source_purged_required_gtids (the server's missing set) and the replication error."""
+    rep, ch, src, tail = real("source_restored_with_gtid_purged")
+    findings = run_pair_checks(rep, ch, src, tail, FleetContext())
+    f = one(findings, "source_purged_required_gtids")
+    assert f.gtid_set == G("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee:1-5")
+    err = one(findings, "replication_error")
+    assert "13114" in err.title and "purged binary logs" in err.detail
+    assert "errant_transactions" not in ids(findings)
+
+
+def test_source_scan_finds_no_log():
+    """A source whose every binary log starts after the replica's position refuses it (scan rule)."""
+    src = server("src", S, executed=f"{S}:1-500", purged="", logs=[("b.000007", f"{S}:1-300")])
+    rep = server("rep", R, executed=f"{S}:1-200")
+    f = one(pair(rep, channel(f"{S}:150-200", f"{S}:1-200"), src), "source_purged_required_gtids")
+    assert f.gtid_set == G(f"{S}:201-300")
+
+
+# ---------------------------------------------------------------- errant transactions
+
+def test_errant_whole_set_with_tags_and_attribution():
+    """Errant GTIDs of several uuids (tags kept) are reported whole, attributed, with tagged empty-transaction SQL."""
+    src = server("src", S, executed=f"{S}:1-100")
+    rep = server("rep", R, executed=f"{S}:1-100,{R}:1-2:ops:7,{R2}:5")
+    f = one(pair(rep, channel("", f"{S}:1-100,{R}:1-2:ops:7,{R2}:5"), src), "errant_transactions")
+    assert f.gtid_set == G(f"{R}:1-2:ops:7,{R2}:5")
+    assert f.gtid_count == 4
+    assert "rep2" in f.evidence["errant_attribution"] and "rep" in f.evidence["errant_attribution"]
+    assert f"SET GTID_NEXT='{R}:ops:7'; BEGIN; COMMIT;" in f.remediation
+    assert f"SET GTID_NEXT='{R2}:5'; BEGIN; COMMIT;" in f.remediation
+    assert f.remediation.count("BEGIN; COMMIT;") == 4
+
+
+def test_errant_includes_retrieved():
+    """Retrieved but unapplied GTIDs the source lacks count too (the replica announces them)."""
+    src = server("src", S, executed=f"{S}:1-100")
+    rep = server("rep", R, executed=f"{S}:1-100")
+    f = one(pair(rep, channel(f"{X}:1", f"{S}:1-100", caught_up=False), src), "errant_transactions")
+    assert f.gtid_set == G(f"{X}:1")
+    assert "not in the fleet registry" in f.evidence["errant_attribution"]
+
+
+@pytest.mark.parametrize("kind, value, uuid", [("LOCAL", None, R), ("UUID", X, X)])
+def test_anonymous_assigned_gtids_are_not_errant(kind, value, uuid):
+    """ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS (LOCAL: replica's uuid; UUID: the configured one) is not errant."""
+    src = server("src", S, executed=f"{S}:1-10")
+    rep = server("rep", R, executed=f"{S}:1-10,{uuid}:1-50")
+    cfg = {"CHANNEL_NAME": "", "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE": kind,
+           "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE": value}
+    findings = pair(rep, channel("", f"{S}:1-10,{uuid}:1-50", applier_configuration=cfg), src)
+    assert "errant_transactions" not in ids(findings)
+    without = pair(rep, channel("", f"{S}:1-10,{uuid}:1-50"), src)
+    assert one(without, "errant_transactions").gtid_set == G(f"{uuid}:1-50")
+
+
+def test_other_channels_are_not_errant():
+    """Multi-source: GTIDs from the replica's other channels' sources are not errant for this channel."""
+    src = server("src", S, executed=f"{S}:1-10")
+    rep = server("rep", R, executed=f"{S}:1-10,{X}:1-7")
+    fleet = FleetContext(uuid_registry={}, other_channels_gtids=G(f"{X}:1-7"))
+    assert "errant_transactions" not in ids(pair(rep, channel("", f"{S}:1-10,{X}:1-7"), src, fleet=fleet))
+
+
+# ---------------------------------------------------------------- incomplete relay log tail (seeds 002/004)
+
+def _tail(last_kind):
+    rows = [{"Log_name": "relay.000002", "Pos": 4, "Event_type": "Format_desc", "Server_id": 1, "End_log_pos": 123,
+             "Info": "Server ver: 5.6.20-log, Binlog ver: 4"},
+            {"Log_name": "relay.000002", "Pos": 123, "Event_type": "Previous_gtids", "Server_id": 1,
+             "End_log_pos": 194, "Info": f"{S}:1-9"},
+            {"Log_name": "relay.000002", "Pos": 194, "Event_type": "Gtid", "Server_id": 1, "End_log_pos": 242,
+             "Info": f"SET @@SESSION.GTID_NEXT= '{S}:10'"},
+            {"Log_name": "relay.000002", "Pos": 242, "Event_type": "Query", "Server_id": 1, "End_log_pos": 321,
+             "Info": "BEGIN"},
+            {"Log_name": "relay.000002", "Pos": 321, "Event_type": "Table_map", "Server_id": 1, "End_log_pos": 370,
+             "Info": "table_id: 70 (test.t1)"},
+            {"Log_name": "relay.000002", "Pos": 370, "Event_type": "Write_rows", "Server_id": 1, "End_log_pos": 414,
+             "Info": "table_id: 70 flags: STMT_END_F"},
+            {"Log_name": "relay.000002", "Pos": 414, "Event_type": "Xid", "Server_id": 1, "End_log_pos": 445,
+             "Info": "COMMIT /* xid=20 */"}]
+    return [RelayLogEvent.from_row(r) for r in (rows if last_kind == "complete" else rows[:-1])]
+
+
+@pytest.mark.parametrize("version, severity", [("5.6.14-log", Severity.CRITICAL), ("5.6.20-log", Severity.WARNING)])
+def test_incomplete_tail_before_576(version, severity):
+    """Seed 002: before 5.7.6 the dangling GTID S:10 is already in Retrieved_Gtid_Set; before 5.6.15 it is never
+    fetched again (critical), 5.6.15-5.7.5 re-fetch it through the workaround (warning)."""
+    rep = server("rep", R, version=version, executed=f"{S}:1-9")
+    ch = channel(f"{S}:1-10", f"{S}:1-9", io="No", caught_up=False, old_names=True)
+    f = one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail")
+    assert f.severity is severity
+    assert f.gtid_set == G(f"{S}:10")
+
+
+def test_incomplete_tail_576_receiver_stopped_is_warning():
+    """From 5.7.6 a stopped receiver mid-transaction is a warning; the GTID is not in Retrieved_Gtid_Set."""
+    rep = server("rep", R, version="5.7.6", executed=f"{S}:1-9")
+    f = one(pair(rep, channel(f"{S}:1-9", f"{S}:1-9", io="No"), None, _tail("partial")), "incomplete_relay_log_tail")
+    assert f.severity is Severity.WARNING
+
+
+def test_incomplete_tail_576_receiver_running_is_nothing():
+    """From 5.7.6 a running receiver caught mid-transaction is a transaction in flight: no finding."""
+    rep = server("rep", R, version="8.0.36", executed=f"{S}:1-9")
+    assert "incomplete_relay_log_tail" not in ids(pair(rep, channel(f"{S}:1-9", f"{S}:1-9"), None, _tail("partial")))
+
+
+def test_incomplete_tail_gtid_in_retrieved_after_576_is_critical():
+    """From 5.7.6 a dangling GTID that is nevertheless in Retrieved_Gtid_Set will not be fetched: critical."""
+    rep = server("rep", R, version="8.0.36", executed=f"{S}:1-9")
+    ch = channel(f"{S}:1-10", f"{S}:1-9", io="No", caught_up=False)
+    assert one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail").severity is Severity.CRITICAL
+
+
+def test_complete_tail_is_nothing_on_old_servers():
+    """A relay log ending after Xid yields no finding, even on 5.6.14."""
+    rep = server("rep", R, version="5.6.14-log", executed=f"{S}:1-10")
+    ch = channel(f"{S}:1-10", f"{S}:1-10", io="No", old_names=True)
+    assert "incomplete_relay_log_tail" not in ids(pair(rep, ch, None, _tail("complete")))
+
+
+def test_real_97_receiver_stopped_mid_transaction():
+    """Golden 9.7.4: receiver stopped inside a big UPDATE -> warning naming the GTID QUEUEING_TRANSACTION shows."""
+    rep, ch, src, tail = real(None, "relaylog_mysql97_receiver_stopped_mid_transaction.json")
+    findings = run_pair_checks(rep, ch, src, tail, FleetContext())
+    f = one(findings, "incomplete_relay_log_tail")
+    assert f.severity is Severity.WARNING
+    assert f.evidence["dangling_gtid"] == ch.queueing_transaction
+    assert "replication_stopped" in ids(findings)
+    assert "replica_gtid_history_lost" not in ids(findings)  # the applier has not caught up
+
+
+# ---------------------------------------------------------------- replica_gtid_history_lost (seed 004, 9.7)
+
+def test_real_97_reset_on_replica_history_lost():
+    """Golden 9.7.4: RESET BINARY LOGS AND GTIDS on the replica; Retrieved ⊄ gtid_executed with an idle applier."""
+    rep, ch, src, tail = real("replica_reset_binary_logs_and_gtids")
+    findings = run_pair_checks(rep, ch, src, tail, FleetContext())
+    f = one(findings, "replica_gtid_history_lost")
+    assert f.severity is Severity.WARNING
+    assert f.gtid_set == G("b6e7b27c-e69b-11f1-8d81-02fc00000001:1-30:100:200:audit_tag:1-2:50:60")
+
+
+def test_real_97_history_restored_is_nothing():
+    """Golden 9.7.4: after SET GLOBAL gtid_purged restored the history, the pair is healthy again."""
+    rep, ch, src, tail = real("replica_history_restored")
+    assert serious(run_pair_checks(rep, ch, src, tail, FleetContext())) == []
+
+
+def test_bug_72392_is_critical_on_5620():
+    """Seed 004, Bug #72392: 5.6.20 replica after RESET MASTER; its last retrieved GTID will be applied twice."""
+    rep = server("rep", R, version="5.6.20-log", executed="")
+    ch = channel(f"{S}:1-10", "", old_names=True)
+    f = one(pair(rep, ch, None, _tail("complete")), "replica_gtid_history_lost")
+    assert f.severity is Severity.CRITICAL
+    assert "72392" in f.detail and f"{S}:10" in f.detail
+
+
+def test_history_lost_negative_while_applier_lags():
+    """Retrieved ⊄ executed while the applier still has work is ordinary lag, not a loss."""
+    rep = server("rep", R, executed=f"{S}:1-5")
+    assert "replica_gtid_history_lost" not in ids(pair(rep, channel(f"{S}:1-10", f"{S}:1-5", caught_up=False), None))
+
+
+# ---------------------------------------------------------------- holes
+
+def test_holes_positive():
+    """The replica lacks S:50-60 below its highest S GTID: replica_gtid_holes."""
+    src = server("src", S, executed=f"{S}:1-100")
+    rep = server("rep", R, executed=f"{S}:1-49:61-100")
+    f = one(pair(rep, channel("", f"{S}:1-49:61-100"), src), "replica_gtid_holes")
+    assert f.gtid_set == G(f"{S}:50-60")
+
+
+def test_holes_negative_parallel_applier_in_flight():
+    """Gaps covered by Retrieved_Gtid_Set (a parallel applier working out of order) are not holes."""
+    src = server("src", S, executed=f"{S}:1-100")
+    rep = server("rep", R, executed=f"{S}:1-49:61-100")
+    ch = channel(f"{S}:40-100", f"{S}:1-49:61-100", caught_up=False)
+    assert "replica_gtid_holes" not in ids(pair(rep, ch, src))
+
+
+# ---------------------------------------------------------------- threads
+
+def test_replication_error_old_wording():
+    """A 5.6 'master has purged binary logs' 1236 error is reported with its meaning."""
+    rep = server("rep", R, version="5.6.21-log", executed=f"{S}:1-5")
+    msg = ("Got fatal error 1236 from master when reading data from binary log: 'The slave is connecting using "
+           "CHANGE MASTER TO MASTER_AUTO_POSITION = 1, but the master has purged binary logs containing GTIDs "
+           "that the slave requires.'")
+    ch = channel(f"{S}:1-5", f"{S}:1-5", io="No", io_errno="1236", io_error=msg, old_names=True)
+    f = one(pair(rep, ch, None), "replication_error")
+    assert f.severity is Severity.CRITICAL and "purged binary logs" in f.detail
+    assert "replication_stopped" not in ids(pair(rep, ch, None))
+
+
+def test_replication_stopped_positive_and_negative():
+    """A stopped applier without error is replication_stopped; running threads are not."""
+    rep = server("rep", R, executed=f"{S}:1-5")
+    assert one(pair(rep, channel(f"{S}:1-5", f"{S}:1-5", sql="No"), None), "replication_stopped")
+    assert "replication_stopped" not in ids(pair(rep, channel(f"{S}:1-5", f"{S}:1-5"), None))
+
+
+# ---------------------------------------------------------------- configuration (pair)
+
+def test_config_auto_position_off():
+    """Auto_Position = 0 is config_auto_position_off; 1 is not."""
+    rep = server("rep", R, executed=f"{S}:1-5")
+    assert one(pair(rep, channel(f"{S}:1-5", f"{S}:1-5", auto="0"), None), "config_auto_position_off")
+    assert "config_auto_position_off" not in ids(pair(rep, channel(f"{S}:1-5", f"{S}:1-5"), None))
+
+
+def test_config_relay_log_recovery_off_with_file_repositories():
+    """relay_log_recovery OFF matters with FILE repositories; with TABLE (or none, 8.4+) it is not reported."""
+    ch = channel(f"{S}:1-5", f"{S}:1-5")
+    bad = server("rep", R, version="5.7.30", executed=f"{S}:1-5", relay_log_recovery="OFF",
+                 relay_log_info_repository="FILE", master_info_repository="FILE")
+    ok = server("rep", R, version="5.7.30", executed=f"{S}:1-5", relay_log_recovery="OFF",
+                relay_log_info_repository="TABLE", master_info_repository="TABLE")
+    assert one(pair(bad, ch, None), "config_relay_log_recovery_off")
+    assert "config_relay_log_recovery_off" not in ids(pair(ok, ch, None))
+
+
+def test_config_parallel_applier_without_commit_order():
+    """Several workers without replica_preserve_commit_order is reported; with it, not."""
+    ch = channel(f"{S}:1-5", f"{S}:1-5")
+    bad = server("rep", R, executed=f"{S}:1-5", replica_parallel_workers="8", replica_preserve_commit_order="OFF")
+    assert one(pair(bad, ch, None), "config_parallel_applier_without_commit_order")
+    assert "config_parallel_applier_without_commit_order" not in ids(pair(server("rep", R, executed=f"{S}:1-5"),
+                                                                         ch, None))
+
+
+# ---------------------------------------------------------------- unresolved source, unknowns
+
+def test_unresolved_source_does_not_crash():
+    """With source None the source-dependent checks are skipped; the replica's own checks still run."""
+    rep = server("rep", R, executed=f"{S}:1-5,{R}:1")
+    findings = pair(rep, channel(f"{S}:1-5", f"{S}:1-5", sql="No"), None)
+    assert ids(findings) == ["replication_stopped"]
+    assert findings[0].source is None
+
+
+def test_unknown_sets_do_not_crash():
+    """A replica whose gtid_executed is unknown yields no set-based finding rather than a guess."""
+    rep = ServerSnapshot(name="rep", server_uuid=R)
+    ch = ChannelSnapshot.from_rows({"Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes"})
+    assert pair(rep, ch, server("src", S, executed=f"{S}:1-5")) == []
+
+
+# ---------------------------------------------------------------- server checks against the previous run
+
+def test_gtid_executed_regressed():
+    """gtid_executed lost S:50-100 since the previous run: critical; a grown set is not."""
+    prev = server("db1", S, executed=f"{S}:1-100,{X}:1-5")
+    now = server("db1", S, executed=f"{S}:1-49,{X}:1-5")
+    f = one(run_server_checks(now, prev), "gtid_executed_regressed")
+    assert f.gtid_set == G(f"{S}:50-100") and f.severity is Severity.CRITICAL
+    assert "gtid_executed_regressed" not in ids(run_server_checks(server("db1", S, executed=f"{S}:1-200,{X}:1-5"),
+                                                                  prev))
+
+
+def test_different_server_uuid_not_compared():
+    """A server with a new server_uuid is a different server: no regression reported."""
+    prev = server("db1", S, executed=f"{S}:1-100")
+    now = server("db1", R, executed=f"{R}:1-3")
+    assert run_server_checks(now, prev) == []
+
+
+def test_source_uuid_went_back():
+    """The own uuid's highest gno fell from 100 to 40: critical, with the GTIDs that will be reused."""
+    prev = server("db1", S, executed=f"{S}:1-100")
+    now = server("db1", S, executed=f"{S}:1-40")
+    f = one(run_server_checks(now, prev), "source_uuid_went_back")
+    assert f.gtid_set == G(f"{S}:41-100") and f.severity is Severity.CRITICAL
+    assert "source_uuid_went_back" not in ids(run_server_checks(server("db1", S, executed=f"{S}:1-120"), prev))
+
+
+def test_gtid_purged_jumped_after_reset_and_set_purged():
+    """Seed 000's restore: RESET + SET GLOBAL gtid_purged adds X:1-100 never executed here; numbering went back."""
+    prev = server("db1", S, executed=f"{S}:1-10", logs=[("binlog.000005", ""), ("binlog.000006", f"{S}:1-8")])
+    now = server("db1", S, executed=f"{S}:1-10,{X}:1-100", purged=f"{S}:1-10,{X}:1-100",
+                 logs=[("binlog.000001", "")])
+    f = one(run_server_checks(now, prev), "gtid_purged_jumped")
+    assert f.gtid_set == G(f"{X}:1-100")
+
+
+def test_gtid_purged_jumped_negative_for_normal_purge():
+    """Purging the oldest binary logs moves gtid_purged within the previous history: not a jump."""
+    prev = server("db1", S, executed=f"{S}:1-100", purged=f"{S}:1-10",
+                  logs=[("binlog.000005", f"{S}:1-10"), ("binlog.000006", f"{S}:1-60")])
+    now = server("db1", S, executed=f"{S}:1-150", purged=f"{S}:1-60", logs=[("binlog.000006", f"{S}:1-60"),
+                                                                            ("binlog.000007", f"{S}:1-120")])
+    assert run_server_checks(now, prev) == []
+
+
+def test_gtid_purged_jumped_negative_when_purge_explains_it():
+    """Everything of the previous run purged and its binary logs gone: short retention, not reported."""
+    prev = server("db1", S, executed=f"{S}:1-100", purged="", logs=[("binlog.000005", "")])
+    now = server("db1", S, executed=f"{S}:1-300", purged=f"{S}:1-250", logs=[("binlog.000009", f"{S}:1-250")])
+    assert "gtid_purged_jumped" not in ids(run_server_checks(now, prev))
+
+
+# ---------------------------------------------------------------- configuration (server)
+
+@pytest.mark.parametrize(
+    "variables, check_id",
+    [
+        ({"gtid_mode": "OFF_PERMISSIVE"}, "gtid_mode_off"),
+        ({"enforce_gtid_consistency": "WARN"}, "config_enforce_gtid_consistency_off"),
+        ({"sync_binlog": "0"}, "config_sync_binlog"),
+        ({"innodb_flush_log_at_trx_commit": "2"}, "config_innodb_flush_log_at_trx_commit"),
+    ],
+)
+def test_server_config_positive(variables, check_id):
+    """Each risky setting yields its config finding, and only that one."""
+    assert ids(run_server_checks(server("db1", S, executed=f"{S}:1", **variables), None)) == [check_id]
+
+
+def test_server_config_unknown_is_nothing():
+    """Settings the server did not report (None) yield nothing."""
+    s = ServerSnapshot.from_rows({"server_uuid": S})
+    assert run_server_checks(s, None) == []
+
+
+def test_every_emitted_check_is_registered():
+    """Every check id the checks produce is in CHECKS with its version."""
+    for cid in ["replica_has_more_gtids", "source_purged_required_gtids", "silent_purged_gap",
+                "errant_transactions", "incomplete_relay_log_tail", "replica_gtid_history_lost",
+                "replica_gtid_holes", "replication_error", "replication_stopped", "gtid_executed_regressed",
+                "gtid_purged_jumped", "source_uuid_went_back", "gtid_mode_off",
+                "config_enforce_gtid_consistency_off", "config_auto_position_off", "config_relay_log_recovery_off",
+                "config_sync_binlog", "config_innodb_flush_log_at_trx_commit",
+                "config_parallel_applier_without_commit_order"]:
+        assert CHECKS[cid].check_id == cid and CHECKS[cid].version >= 1
+
+
+def test_unreadable_relay_tail_is_info_not_crash():
+    """A Gtid row whose Info cannot be read becomes an info finding, not an exception."""
+    rep = server("rep", R, executed=f"{S}:1-9")
+    bad = [RelayLogEvent.from_row({"Log_name": "relay.000002", "Pos": 4, "Event_type": "Format_desc",
+                                   "Server_id": 1, "End_log_pos": 120, "Info": ""}),
+           RelayLogEvent.from_row({"Log_name": "relay.000002", "Pos": 120, "Event_type": "Gtid", "Server_id": 1,
+                                   "End_log_pos": 200, "Info": "garbled"})]
+    f = one(pair(rep, channel(f"{S}:1-9", f"{S}:1-9", io="No"), None, bad), "incomplete_relay_log_tail")
+    assert f.severity is Severity.INFO and "garbled" in f.detail

@@ -1,0 +1,498 @@
+"""The checks' predictions against what a real MySQL 9.7 server actually does.
+
+One module-scoped sandbox fleet (``a`` and ``c`` are sources, ``b`` replicates from both: channel
+'' from ``a`` and channel ``from_c`` from ``c``), durable settings (sync_binlog = 1,
+innodb_flush_log_at_trx_commit = 1) so that a healthy server really is healthy, wiped back to an
+empty history before every test. Each test drives the servers into a state, builds snapshots from
+what the servers report (the gtid_core snapshot constructors over real rows), runs the checks, and
+then lets the server show its own verdict (START REPLICA and read Last_IO_Errno / Last_IO_Error,
+``GTID_SUBTRACT`` computed by a server, ...), so the prediction is compared with the server's
+behaviour, never with a value our own code computed.
+"""
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import mysql.connector
+import pytest
+
+from gtid_core import (
+    ChannelSnapshot,
+    FleetContext,
+    GtidSet,
+    ParserState,
+    ReconnectKind,
+    ServerSnapshot,
+    Severity,
+    events_from_rows,
+    parse_relay_log,
+    run_pair_checks,
+    run_server_checks,
+    simulate_auto_position_reconnect,
+)
+
+pytestmark = pytest.mark.mysql
+
+DB = "live_checks"                          # one database per source: live_checks_a, live_checks_c
+SCENARIO_DB = "sandbox_scenarios"          # jobs.sandbox.scenarios writes there
+FOREIGN_UUID = "0badc0de-1111-4222-8333-444455556666"   # no server of the fleet has it
+DURABLE = ["--sync-binlog=1", "--innodb-flush-log-at-trx-commit=1"]
+TOPOLOGY = {
+    "name": "live-checks",
+    "servers": [{"name": n, "options": DURABLE} for n in ("a", "b", "c")],
+    "channels": [{"replica": "b", "source": "a", "channel": ""},
+                 {"replica": "b", "source": "c", "channel": "from_c"}],
+}
+ER_SOURCE_FATAL_ERROR_READING_BINLOG = 13114
+MISSING_RE = re.compile(r"the missing transactions are '([^']*)'")
+SENT_RE = re.compile(r"The GTID set sent by the replica is '([^']*)'")
+MORE_GTIDS_TEXT = "Replica has more GTIDs than the source has, using the source's SERVER_UUID"
+
+
+# ---------------------------------------------------------------------------------------------
+# fleet, reset, waiting
+
+
+@pytest.fixture(scope="module")
+def live(mysql_dist, tmp_path_factory):
+    """Three durable 9.7 servers, b replicating from a ('') and c ('from_c'); stopped at module end."""
+    from jobs.sandbox.fleet import Fleet
+
+    fleet = Fleet.up(TOPOLOGY, tmp_path_factory.mktemp("live-checks"), dist=mysql_dist)
+    try:
+        yield fleet
+    finally:
+        fleet.down()
+
+
+@pytest.fixture
+def fleet(live):
+    """The module's fleet wiped to an empty GTID history, both channels of b running."""
+    return reset(live)
+
+
+def reset(live):
+    """Wipe every server's data and GTID history, re-point b's channels, start them, wait."""
+    b = live.server("b")
+    b.execute("STOP REPLICA")
+    for server in live.servers.values():
+        server.execute("SET SESSION sql_log_bin = 0", f"DROP DATABASE IF EXISTS {DB}_a",
+                       f"DROP DATABASE IF EXISTS {DB}_c", f"DROP DATABASE IF EXISTS {SCENARIO_DB}",
+                       "SET SESSION sql_log_bin = 1")
+    b.execute("RESET REPLICA")
+    for ch in live.topology.channels:          # also undoes any SOURCE_PORT / SOURCE_DELAY a test changed
+        live.attach_channel(ch, start=False)
+        b.execute(f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0 FOR CHANNEL '{ch.channel}'")
+    for server in live.servers.values():
+        server.execute("RESET BINARY LOGS AND GTIDS")
+    for name in ("a", "c"):
+        live.server(name).execute(f"CREATE DATABASE {DB}_{name}",
+                                  f"CREATE TABLE {DB}_{name}.w (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+    b.execute("START REPLICA")
+    live.wait_caught_up(timeout=60)
+    return live
+
+
+def write(server, count: int = 1, tag: str | None = None) -> None:
+    """``count`` one-row transactions on ``server`` (tagged with ``AUTOMATIC:tag`` when given)."""
+    table = f"{DB}_{server.name}.w"
+    statements = [f"SET gtid_next = 'AUTOMATIC:{tag}'"] if tag else []
+    statements += [f"INSERT INTO {table} (v) VALUES ({i})" for i in range(count)]
+    if tag:
+        statements.append("SET gtid_next = 'AUTOMATIC'")
+    server.execute(*statements)
+
+
+def commit_empty(server, gtid: str) -> None:
+    """Commit one empty transaction with ``gtid`` on ``server`` (the server's way to own a GTID)."""
+    server.execute(f"SET gtid_next = '{gtid}'", "BEGIN", "COMMIT", "SET gtid_next = 'AUTOMATIC'")
+
+
+def wait_for(predicate, what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def status(server, channel: str = "") -> dict[str, Any]:
+    return server.query("SHOW REPLICA STATUS FOR CHANNEL %s", (channel,))[0]
+
+
+def server_subtract(server, a: str, b: str) -> GtidSet:
+    """``GTID_SUBTRACT(a, b)`` computed by the server."""
+    return GtidSet.parse(server.query_value("SELECT GTID_SUBTRACT(%s, %s)", (a, b)))
+
+
+def server_subset(server, a: str, b: str) -> bool:
+    return bool(server.query_value("SELECT GTID_SUBSET(%s, %s)", (a, b)))
+
+
+def receiver_error(server, channel: str = "") -> dict[str, Any]:
+    """START REPLICA and wait until the receiver has failed and stopped; its status row then."""
+    server.execute(f"START REPLICA FOR CHANNEL '{channel}'")
+
+    def failed():
+        row = status(server, channel)
+        return row if row["Last_IO_Errno"] and row["Replica_IO_Running"] == "No" else None
+    return wait_for(failed, f"{server.name}'s receiver on channel {channel!r} to be refused")
+
+
+# ---------------------------------------------------------------------------------------------
+# snapshots, read the way the collector reads them
+
+_CONFIG_VARIABLES = ("server_id", "gtid_mode", "enforce_gtid_consistency", "log_bin", "log_replica_updates",
+                     "sync_binlog", "innodb_flush_log_at_trx_commit", "relay_log_recovery",
+                     "replica_parallel_workers", "replica_preserve_commit_order", "binlog_format",
+                     "read_only", "super_read_only")
+
+
+def server_snapshot(server) -> ServerSnapshot:
+    """A ServerSnapshot from the server's variables, SHOW BINARY LOGS and each log's Previous_gtids."""
+    names = ", ".join(f"'{v}'" for v in _CONFIG_VARIABLES)
+    variables: dict[str, Any] = {r["VARIABLE_NAME"]: r["VARIABLE_VALUE"] for r in server.query(
+        f"SELECT VARIABLE_NAME, VARIABLE_VALUE FROM performance_schema.global_variables WHERE VARIABLE_NAME IN ({names})")}
+    variables.update(server.query("SELECT @@GLOBAL.server_uuid AS server_uuid, @@GLOBAL.version AS version, "
+                                  "@@GLOBAL.gtid_executed AS gtid_executed, @@GLOBAL.gtid_purged AS gtid_purged")[0])
+    logs = []
+    for row in server.query("SHOW BINARY LOGS"):
+        events = server.query(f"SHOW BINLOG EVENTS IN '{row['Log_name']}' LIMIT 3")
+        previous = [e["Info"] for e in events if e["Event_type"] == "Previous_gtids"]
+        logs.append({**row, "Previous_gtids": previous[0] if previous else None})
+    return ServerSnapshot.from_rows(variables, binary_logs=logs, name=server.name)
+
+
+def channel_snapshot(server, channel: str = "") -> ChannelSnapshot:
+    """A ChannelSnapshot from SHOW REPLICA STATUS and the channel's performance_schema rows."""
+    where = "WHERE CHANNEL_NAME = %s"
+    return ChannelSnapshot.from_rows(
+        status(server, channel),
+        connection_status=server.query(f"SELECT * FROM performance_schema.replication_connection_status {where}",
+                                       (channel,))[0],
+        applier_status=server.query(f"SELECT * FROM performance_schema.replication_applier_status {where}",
+                                    (channel,))[0],
+        applier_configuration=server.query(
+            f"SELECT * FROM performance_schema.replication_applier_configuration {where}", (channel,))[0])
+
+
+def relay_tail(server, channel: str = ""):
+    """Every event of the channel's newest relay log (Relay_Log_File, or a newer file if one exists)."""
+    newest = status(server, channel)["Relay_Log_File"]
+    prefix, number = re.fullmatch(r"(.*\.)(\d+)", newest).groups()
+    for step in range(1, 4):
+        candidate = f"{prefix}{int(number) + step:0{len(number)}d}"
+        try:
+            if not server.query(f"SHOW RELAYLOG EVENTS IN '{candidate}' LIMIT 1 FOR CHANNEL '{channel}'"):
+                break
+        except mysql.connector.Error:
+            break
+        newest = candidate
+    return events_from_rows(server.query(f"SHOW RELAYLOG EVENTS IN '{newest}' FOR CHANNEL '{channel}'"))
+
+
+def other_channels_gtids(fleet, replica: str, channel: str) -> GtidSet | None:
+    """FleetContext.other_channels_gtids filled as its docstring says (and jobs/audit.py does)."""
+    others = [ch for ch in fleet.topology.channels if ch.replica == replica and ch.channel != channel]
+    if not others:
+        return None
+    out = GtidSet.EMPTY
+    for ch in others:
+        out |= channel_snapshot(fleet.server(replica), ch.channel).retrieved_gtid_set
+        out |= GtidSet.parse(fleet.server(ch.source).gtid_executed())
+    return out
+
+
+def pair_findings(fleet, replica: str = "b", channel: str = "", *, with_other_channels: bool = True,
+                  with_tail: bool = True):
+    """Run every pair check on (replica, channel): the replica is read before its source, as the
+    collector does; the FleetContext knows every server's uuid and the other channels."""
+    rep = fleet.server(replica)
+    spec = next(ch for ch in fleet.topology.channels if ch.replica == replica and ch.channel == channel)
+    replica_snap, channel_snap = server_snapshot(rep), channel_snapshot(rep, channel)
+    tail = relay_tail(rep, channel) if with_tail else None
+    others = other_channels_gtids(fleet, replica, channel) if with_other_channels else None
+    source_snap = server_snapshot(fleet.server(spec.source))
+    context = FleetContext(uuid_registry={s.server_uuid: name for name, s in fleet.servers.items()},
+                           other_channels_gtids=others)
+    return run_pair_checks(replica_snap, channel_snap, source_snap, tail, context)
+
+
+def by_check(findings) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in findings:
+        out.setdefault(f.check_id, []).append(f)
+    return out
+
+
+def serious(findings) -> list:
+    return [f for f in findings if f.severity in (Severity.WARNING, Severity.CRITICAL)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER: which extra GTIDs does the source count?
+
+
+@pytest.mark.parametrize(
+    "owner, tag, refused",
+    [("source", None, True), ("source", "xtag", True), ("source", "atag", True),
+     ("foreign", None, False), ("foreign", "xtag", False)],
+    ids=["source_uuid_untagged", "source_uuid_new_tag", "source_uuid_tag_it_uses",
+         "other_uuid_untagged", "other_uuid_tagged"],
+)
+def test_replica_has_more_gtids_matches_the_source(fleet, owner, tag, refused):
+    """Extra GTIDs of the source's own uuid (untagged or any tag) are refused by a 9.7 source exactly when
+    replica_has_more_gtids predicts it; extra GTIDs of another uuid are accepted and only reported as errant."""
+    a, b = fleet.server("a"), fleet.server("b")
+    write(a, 2)
+    write(a, 1, tag="atag")                                  # the source uses tag atag (gno 1)
+    fleet.wait_caught_up()
+    b.execute("STOP REPLICA FOR CHANNEL ''")
+    uuid = a.server_uuid if owner == "source" else FOREIGN_UUID
+    extra = f"{uuid}:{tag}:5" if tag else f"{uuid}:100"
+    commit_empty(b, extra)
+
+    found = by_check(pair_findings(fleet))
+    expected_extra = server_subtract(b, b.gtid_executed(), f"{a.gtid_executed()},{fleet.server('c').gtid_executed()}")
+    assert expected_extra == GtidSet.parse(extra)
+    if refused:
+        [finding] = found["replica_has_more_gtids"]
+        assert finding.gtid_set == expected_extra and finding.severity is Severity.CRITICAL
+    else:
+        assert "replica_has_more_gtids" not in found
+    assert found["errant_transactions"][0].gtid_set == expected_extra   # errant either way
+
+    if refused:
+        row = receiver_error(b)
+        assert row["Last_IO_Errno"] == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+        assert MORE_GTIDS_TEXT in row["Last_IO_Error"]
+    else:
+        b.execute("START REPLICA FOR CHANNEL ''")
+        write(a, 1)                                          # the source streams it: accepted
+        fleet.wait_caught_up()                               # (raises on any channel error)
+        row = status(b)
+        assert (row["Replica_IO_Running"], row["Last_IO_Errno"]) == ("Yes", 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. ER_MASTER_HAS_PURGED_REQUIRED_GTIDS: the missing set, predicted and reported
+
+
+def test_purged_required_gtids_names_the_servers_missing_set(fleet):
+    """After the source purges logs a stopped replica still needs, source_purged_required_gtids predicts the
+    refusal with exactly the set the server's 13114 error names ('the missing transactions are ...'), and the
+    announced set equals 'the GTID set sent by the replica'."""
+    a, b = fleet.server("a"), fleet.server("b")
+    write(a, 1)
+    fleet.wait_caught_up()
+    b.execute("STOP REPLICA FOR CHANNEL ''")
+    write(a, 2)
+    write(a, 1, tag="atag")
+    a.execute("FLUSH BINARY LOGS")
+    newest = a.query("SHOW BINARY LOGS")[-1]["Log_name"]
+    a.execute(f"PURGE BINARY LOGS TO '{newest}'")
+
+    replica_snap, channel_snap = server_snapshot(b), channel_snapshot(b)
+    found = by_check(pair_findings(fleet))
+    [finding] = found["source_purged_required_gtids"]
+    announced = channel_snap.retrieved_gtid_set | replica_snap.gtid_executed
+    assert finding.evidence["replica_announced_gtid_set"] == announced.to_text(multiline=False)
+    outcome = simulate_auto_position_reconnect(server_snapshot(a), announced)
+    assert outcome.kind is ReconnectKind.SOURCE_PURGED_REQUIRED
+
+    row = receiver_error(b)
+    assert row["Last_IO_Errno"] == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+    assert "purged required binary logs" in row["Last_IO_Error"]
+    server_missing = GtidSet.parse(MISSING_RE.search(row["Last_IO_Error"]).group(1))
+    assert server_missing.count() == 3                       # 2 untagged + 1 tagged, as written
+    assert finding.gtid_set == server_missing == outcome.missing
+    assert GtidSet.parse(SENT_RE.search(row["Last_IO_Error"]).group(1)) == announced
+    # and the running channel now reports it, named by meaning
+    after = by_check(pair_findings(fleet))
+    [error] = after["replication_error"]
+    assert "purged binary logs" in error.detail
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. replica_gtid_history_lost
+
+
+def test_idle_caught_up_replica_shows_equal_positions_and_no_history_finding(fleet):
+    """A healthy idle 9.7 replica reports Read_Source_Log_Pos = Exec_Source_Log_Pos in the same file and
+    'has read all relay log': applier_caught_up is True and no check reports anything."""
+    write(fleet.server("a"), 3)
+    fleet.wait_caught_up()
+    row = status(fleet.server("b"))
+    assert (row["Relay_Source_Log_File"], row["Exec_Source_Log_Pos"]) == (row["Source_Log_File"],
+                                                                          row["Read_Source_Log_Pos"])
+    assert "has read all relay log" in row["Replica_SQL_Running_State"]
+    assert channel_snapshot(fleet.server("b")).applier_caught_up is True
+    assert pair_findings(fleet) == []
+
+
+def test_delayed_applier_is_not_history_loss(fleet):
+    """A running but lagging applier (SOURCE_DELAY) has retrieved GTIDs not yet executed: no finding at all."""
+    a, b = fleet.server("a"), fleet.server("b")
+    b.execute("STOP REPLICA FOR CHANNEL ''", "CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 3600 FOR CHANNEL ''",
+              "START REPLICA FOR CHANNEL ''")
+    write(a, 2)
+    a_set = a.gtid_executed()
+    # (9.7's CHANGE REPLICATION SOURCE purged the caught-up relay logs: Retrieved_Gtid_Set restarts empty)
+    wait_for(lambda: server_subset(b, a_set, "{Retrieved_Gtid_Set},{Executed_Gtid_Set}".format(**status(b))),
+             "b to receive a's writes")
+    row = status(b)
+    assert not server_subset(b, row["Retrieved_Gtid_Set"], row["Executed_Gtid_Set"])   # really lagging
+    assert row["Replica_SQL_Running"] == "Yes" and row["Exec_Source_Log_Pos"] != row["Read_Source_Log_Pos"]
+    assert channel_snapshot(b).applier_caught_up is False
+    assert pair_findings(fleet) == []
+
+
+def test_stopped_applier_is_not_history_loss(fleet):
+    """A stopped applier with unapplied retrieved GTIDs is reported as stopped, not as lost history."""
+    a, b = fleet.server("a"), fleet.server("b")
+    b.execute("STOP REPLICA SQL_THREAD FOR CHANNEL ''")
+    write(a, 2)
+    a_set = a.gtid_executed()
+    wait_for(lambda: server_subset(b, a_set, status(b)["Retrieved_Gtid_Set"]), "b to receive a's writes")
+    found = by_check(pair_findings(fleet))
+    assert set(found) == {"replication_stopped"}
+
+
+def test_reset_binary_logs_on_replica_is_reported_and_the_server_proves_it(fleet):
+    """RESET BINARY LOGS AND GTIDS on a running replica: 9.7 keeps replicating without an error, the check reports
+    exactly GTID_SUBTRACT(received, gtid_executed); the server proves the loss by re-applying them (and failing)
+    once the relay logs are discarded."""
+    a, b = fleet.server("a"), fleet.server("b")
+    write(a, 3)
+    fleet.wait_caught_up()
+    b.execute("RESET BINARY LOGS AND GTIDS")
+    row = wait_for(lambda: (lambda r: r if r["Exec_Source_Log_Pos"] == r["Read_Source_Log_Pos"] else None)(status(b)),
+                   "b's applier to be idle")
+    assert (row["Replica_IO_Running"], row["Replica_SQL_Running"], row["Last_IO_Errno"], row["Last_SQL_Errno"]) \
+        == ("Yes", "Yes", 0, 0)
+    lost = server_subtract(b, row["Retrieved_Gtid_Set"], b.gtid_executed())
+    assert lost.count() == 5          # CREATE DATABASE, CREATE TABLE, 3 inserts
+    found = by_check(pair_findings(fleet))
+    [finding] = found["replica_gtid_history_lost"]
+    assert finding.gtid_set == lost and finding.severity is Severity.WARNING
+    # The server's own verdict: once the relay logs are gone, the source sends them again.
+    b.execute("STOP REPLICA FOR CHANNEL ''", "RESET REPLICA FOR CHANNEL ''")
+    fleet.attach_channel(next(ch for ch in fleet.topology.channels if ch.channel == ""))
+    failed = wait_for(lambda: (lambda r: r if r["Last_SQL_Errno"] else None)(status(b)),
+                      "b's applier to fail on a re-sent transaction")
+    assert failed["Last_SQL_Errno"] in (1007, 1050, 1062, 3948, 13146, 1396) or "exists" in failed["Last_SQL_Error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. incomplete_relay_log_tail
+
+
+def test_receiver_stopped_inside_a_transaction_is_a_warning_naming_queueing_transaction(fleet):
+    """Receiver stopped mid-transaction: the warning's dangling GTID equals the server's QUEUEING_TRANSACTION;
+    restarting the receiver makes 9.7 fetch it again, and the next snapshot has no such finding."""
+    from jobs.sandbox import scenarios
+
+    result = scenarios.relay_log_ends_inside_transaction(fleet, "b", channel="")
+    queueing = GtidSet.parse(result.gtid_sets["queueing_transaction"])
+    assert channel_snapshot(fleet.server("b")).queueing_gtid.as_set() == queueing
+    found = by_check(pair_findings(fleet))
+    [finding] = found["incomplete_relay_log_tail"]
+    assert finding.severity is Severity.WARNING and finding.gtid_set == queueing
+    assert finding.evidence["receiver_running"] is False
+    assert "replica_gtid_history_lost" not in found and "errant_transactions" not in found
+
+    fleet.server("b").execute("START REPLICA IO_THREAD FOR CHANNEL ''")
+    fleet.wait_caught_up()
+    assert server_subset(fleet.server("b"), str(queueing), fleet.server("b").gtid_executed())
+    assert "incomplete_relay_log_tail" not in by_check(pair_findings(fleet))
+
+
+def test_running_idle_receiver_relay_log_ends_between_transactions(fleet):
+    """A running idle receiver: the newest relay log parses to NONE and no relay-tail finding is made."""
+    write(fleet.server("a"), 2)
+    fleet.wait_caught_up()
+    assert parse_relay_log(relay_tail(fleet.server("b"))).state is ParserState.NONE
+    assert "incomplete_relay_log_tail" not in by_check(pair_findings(fleet))
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. errant transactions on a multi-source replica, and the remediation SQL
+
+
+def test_multi_source_other_channel_gtids_are_not_errant(fleet):
+    """On a two-channel replica, c's GTIDs are errant for channel '' only when the FleetContext does not say
+    what the other channel brings; filled as documented, neither channel reports anything."""
+    a, c = fleet.server("a"), fleet.server("c")
+    write(a, 2)
+    write(c, 2)
+    write(c, 1, tag="ctag")
+    fleet.wait_caught_up()
+    b = fleet.server("b")
+    from_c = server_subtract(b, b.gtid_executed(), a.gtid_executed())
+    assert from_c.uuids() == {c.server_uuid}
+    blind = by_check(pair_findings(fleet, with_other_channels=False))
+    assert blind["errant_transactions"][0].gtid_set == from_c       # why other_channels_gtids exists
+    assert pair_findings(fleet, channel="") == []
+    assert pair_findings(fleet, channel="from_c") == []
+
+
+def test_errant_remediation_sql_run_on_the_source_clears_the_finding(fleet):
+    """Writes made directly on the multi-source replica (untagged and tagged) are reported on both channels
+    with the server's GTID_SUBTRACT set; running the finding's SQL on the source clears them for good."""
+    a, b, c = fleet.server("a"), fleet.server("b"), fleet.server("c")
+    write(a, 1)
+    write(c, 1)
+    fleet.wait_caught_up()
+    b.execute(f"CREATE TABLE {DB}_a.local_writes (id INT PRIMARY KEY)", f"INSERT INTO {DB}_a.local_writes VALUES (1)",
+              "SET gtid_next = 'AUTOMATIC:ops'", f"INSERT INTO {DB}_a.local_writes VALUES (2)",
+              "SET gtid_next = 'AUTOMATIC'")
+    errant = server_subtract(b, b.gtid_executed(), f"{a.gtid_executed()},{c.gtid_executed()}")
+    assert errant.count() == 3 and errant.uuids() == {b.server_uuid}
+    [finding] = by_check(pair_findings(fleet))["errant_transactions"]
+    assert finding.gtid_set == errant
+    assert by_check(pair_findings(fleet, channel="from_c"))["errant_transactions"][0].gtid_set == errant
+
+    statements = [s.strip() for line in finding.remediation.splitlines() if line.startswith("SET GTID_NEXT")
+                  for s in line.split(";") if s.strip()]
+    assert statements[-1] == "SET GTID_NEXT='AUTOMATIC'" and len(statements) == 3 * 3 + 1
+    a.execute(*statements)
+    assert server_subset(a, str(errant), a.gtid_executed())
+    assert a.query_value("SELECT @@SESSION.gtid_next") == "AUTOMATIC"
+    fleet.wait_caught_up()
+    assert pair_findings(fleet, channel="") == []
+    assert pair_findings(fleet, channel="from_c") == []
+    assert status(b)["Last_IO_Errno"] == 0 and status(b)["Last_SQL_Errno"] == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. a healthy fleet with tagged GTIDs
+
+
+def test_healthy_fleet_with_tagged_gtids_has_no_warning_or_critical(fleet):
+    """Tagged and untagged writes on both sources, rotated and purged binary logs, everything replicated: no
+    pair check on either channel and no server check (with the previous snapshot) finds anything serious."""
+    previous = {name: server_snapshot(s) for name, s in fleet.servers.items()}
+    a, c = fleet.server("a"), fleet.server("c")
+    write(a, 3)
+    write(a, 2, tag="orders")
+    write(c, 2, tag="billing")
+    a.execute("FLUSH BINARY LOGS")
+    write(a, 1, tag="orders")
+    write(c, 1)
+    fleet.wait_caught_up()
+    a.execute("FLUSH BINARY LOGS")
+    newest = a.query("SHOW BINARY LOGS")[-1]["Log_name"]
+    a.execute(f"PURGE BINARY LOGS TO '{newest}'")          # a's gtid_purged is now non-empty
+    assert GtidSet.parse(a.query_value("SELECT @@GLOBAL.gtid_purged")).count() > 0
+    executed_b = GtidSet.parse(fleet.server("b").gtid_executed())
+    assert {t for _, t, _, _ in executed_b} == {None, "orders", "billing"}
+
+    findings = pair_findings(fleet, channel="") + pair_findings(fleet, channel="from_c")
+    for name, server in fleet.servers.items():
+        findings += run_server_checks(server_snapshot(server), previous[name])
+    assert serious(findings) == []

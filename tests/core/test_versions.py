@@ -1,0 +1,67 @@
+"""MySQLVersion: parsing @@version strings and the version-dependent GTID behaviours."""
+import pytest
+
+from gtid_core.errors import VersionParseError
+from gtid_core.versions import MySQLVersion
+
+
+@pytest.mark.parametrize(
+    "text, triple, suffix",
+    [
+        ("8.0.36-28", (8, 0, 36), "-28"),
+        ("5.6.21-log", (5, 6, 21), "-log"),
+        ("9.7.4-2", (9, 7, 4), "-2"),
+        ("5.7.44", (5, 7, 44), ""),
+        ("5.6.23-baidu-rds-0.1.6.0-log", (5, 6, 23), "-baidu-rds-0.1.6.0-log"),
+        (b"8.4.3", (8, 4, 3), ""),
+    ],
+    ids=["percona", "log-suffix", "debian", "plain", "vendor", "bytes"],
+)
+def test_parse_valid(text, triple, suffix):
+    """A version string parses to its numbers and keeps the rest as suffix."""
+    v = MySQLVersion.parse(text)
+    assert v.triple == triple
+    assert v.suffix == suffix
+
+
+@pytest.mark.parametrize("text", ["", "8.0", "v8.0.1", "eight", "8.0.x", None, 8], ids=str)
+def test_parse_invalid_quotes_input(text):
+    """A string without major.minor.patch raises VersionParseError quoting it."""
+    with pytest.raises(VersionParseError) as info:
+        MySQLVersion.parse(text)
+    assert repr(text) in str(info.value)
+
+
+def test_order_ignores_suffix():
+    """Versions compare numerically (5.6.9 < 5.6.10) and the suffix does not count."""
+    assert MySQLVersion.parse("5.6.9") < MySQLVersion.parse("5.6.10-log")
+    assert MySQLVersion.parse("8.0.36-28") == MySQLVersion.parse("8.0.36")
+    assert MySQLVersion.parse("10.0.0") > MySQLVersion.parse("9.7.4-2")
+
+
+@pytest.mark.parametrize(
+    "text, purged, boundary, bug72392, own_uuid_only",
+    [
+        ("5.6.14", False, False, False, False),
+        ("5.6.15", False, False, True, False),
+        ("5.6.21-log", False, False, True, False),
+        ("5.6.22", True, False, True, False),
+        ("5.7.5", True, False, True, True),
+        ("5.7.6", True, True, False, True),
+        ("8.0.36-28", True, True, False, True),
+        ("9.7.4-2", True, True, False, True),
+    ],
+)
+def test_feature_thresholds(text, purged, boundary, bug72392, own_uuid_only):
+    """Each behaviour switches at the release the seeds name (5.6.15, 5.6.22, 5.7.6)."""
+    v = MySQLVersion.parse(text)
+    assert v.checks_purged_on_connect is purged
+    assert v.has_boundary_parser is boundary
+    assert v.bug_72392_exposed is bug72392
+    assert v.leaves_out_last_retrieved_gtid is bug72392
+    assert v.slave_has_more_checks_own_uuid_only is own_uuid_only
+
+
+def test_str_round_trip():
+    """str() gives back the server's text."""
+    assert str(MySQLVersion.parse("8.0.36-28")) == "8.0.36-28"
