@@ -1,11 +1,12 @@
 """GTID set operations at the text level: gtid_core.GtidSet vs the MySQL server vs
 python-mysql-replication.
 
-One "operation" is what a check does with two texts read from servers: parse both sides, then
-either subtract and format the result (``str(parse(a) - parse(b))`` / ``GTID_SUBTRACT(a, b)``) or
-test inclusion (``parse(a) <= parse(b)`` / ``GTID_SUBSET(a, b)``).
+One "operation" is what a check does with two texts read from servers, a replica's ``a`` and its
+source's ``b``: parse both sides, then either subtract and format the result (what the replica
+lacks: ``str(parse(b) - parse(a))`` / ``GTID_SUBTRACT(b, a)``) or test inclusion
+(``parse(a) <= parse(b)`` / ``GTID_SUBSET(a, b)``).
 
-Workloads (each a list of (a, b) text pairs, a ⊆ b mostly, with realistic differences):
+Workloads (each a list of (a, b) text pairs, a ⊆ b, with realistic differences):
   a  2-20 UUIDs x 1 interval (a healthy fleet)
   b  5 UUIDs x 10,000 intervals (sets with holes)
   c  2,000 UUIDs x 1-3 intervals (a fleet after many failovers)
@@ -19,8 +20,10 @@ Method:
     LENGTH(b)) FROM t``, best of --repeat, difference divided by the rows: the C++ cost of
     parsing, the operation and (for subtract) formatting, without client/network overhead.
   * python-mysql-replication 1.0.17 (``pip install .[bench]``): ``GtidSet(a)``, subset as
-    ``b_set.__contains__(a_set)``, subtract per UUID with ``Gtid.__sub__``. It has no tags, so
-    workload d is "n/a"; its parser does not merge repeated UUIDs, so inputs are canonical text.
+    ``b_set.__contains__(a_set)``, subtract per UUID with ``Gtid.__sub__`` (its GtidSet has no
+    subtraction). It has no tags, so workload d is "n/a"; its parser does not merge repeated
+    UUIDs, so every input is canonical text. Its interval insertion is quadratic, so a workload
+    it cannot finish within --pmr-limit seconds for one pair is reported as "> limit".
 
 Run: ``python benchmarks/gtid_set_ops.py`` (starts its own sandbox server through
 jobs.sandbox.installer / jobs.sandbox.server and stops it) or ``--port N`` for a running server,
@@ -151,7 +154,7 @@ def best_of(fn, repeat: int) -> float:
 def ours_subtract(pairs):
     parse = GtidSet.parse
     for a, b in pairs:
-        str(parse(a) - parse(b))
+        str(parse(b) - parse(a))
 
 
 def ours_subset(pairs):
@@ -183,7 +186,7 @@ def pmr_subtract(pairs):
     from pymysqlreplication.gtid import GtidSet as P
 
     for a, b in pairs:
-        pa, pb = P(a), P(b)
+        pa, pb = P(b), P(a)
         by_sid = {g.sid: g for g in pb.gtids}
         out = []
         for g in pa.gtids:
@@ -232,7 +235,7 @@ class ServerTimer:
     def op_times(self, pairs, repeat: int) -> tuple[float, float]:
         self.load(pairs)
         scan = self.time("LENGTH(a) + LENGTH(b)", repeat)
-        sub = self.time("LENGTH(GTID_SUBTRACT(a, b))", repeat)
+        sub = self.time("LENGTH(GTID_SUBTRACT(b, a))", repeat)
         subset = self.time("GTID_SUBSET(a, b)", repeat)
         return (sub - scan) / len(pairs), (subset - scan) / len(pairs)
 
@@ -270,7 +273,32 @@ def server_connection(args):
             server.stop()
 
 
-def fmt(seconds: float | None) -> str:
+class _Timeout(Exception):
+    pass
+
+
+def pmr_time(fn, pairs, repeat: int, limit: float) -> float | str:
+    """Best time per pair, or "> limit s" when one pair alone takes longer than ``limit``."""
+    import signal
+
+    def alarm(signum, frame):
+        raise _Timeout
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        fn(pairs[:1])
+    except _Timeout:
+        return f"> {limit:g} s"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return best_of(lambda: fn(pairs), repeat) / len(pairs)
+
+
+def fmt(seconds: float | str | None) -> str:
+    if isinstance(seconds, str):
+        return seconds
     if seconds is None:
         return "n/a"
     if seconds >= 1e-3:
@@ -286,6 +314,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-server", action="store_true")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", help="run only the workloads whose name starts with these letters")
+    ap.add_argument("--pmr-limit", type=float, default=30.0,
+                    help="seconds allowed to python-mysql-replication for one pair")
     args = ap.parse_args(argv)
 
     pmr = pmr_available()
@@ -312,8 +342,8 @@ def main(argv=None) -> int:
                 s_sub, s_subset = timer.op_times(pairs, args.repeat)
             p_sub = p_subset = None
             if pmr and not name.startswith("d"):
-                p_sub = best_of(lambda: pmr_subtract(pairs), max(1, args.repeat // 2)) / n
-                p_subset = best_of(lambda: pmr_subset(pairs), max(1, args.repeat // 2)) / n
+                p_sub = pmr_time(pmr_subtract, pairs, max(1, args.repeat // 2), args.pmr_limit)
+                p_subset = pmr_time(pmr_subset, pairs, max(1, args.repeat // 2), args.pmr_limit)
             rows.append((name, n, intervals, o_parse, o_sub, s_sub, p_sub, o_subset, s_subset,
                          p_subset))
             print(f"done {name}", file=sys.stderr)
@@ -326,8 +356,8 @@ def main(argv=None) -> int:
           "| ratio | mysql-replication | subset: GtidSet | server | ratio | mysql-replication |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (name, n, ivs, o_parse, o_sub, s_sub, p_sub, o_subset, s_subset, p_subset) in rows:
-        r_sub = f"{o_sub / s_sub:.2f}x" if s_sub else "n/a"
-        r_subset = f"{o_subset / s_subset:.2f}x" if s_subset else "n/a"
+        r_sub = f"{o_sub / s_sub:.2f}x" if s_sub and s_sub > 0 else "n/a"
+        r_subset = f"{o_subset / s_subset:.2f}x" if s_subset and s_subset > 0 else "n/a"
         print(f"| {name} | {n} | {ivs:,.0f} | {fmt(o_parse)} | {fmt(o_sub)} | {fmt(s_sub)} | "
               f"{r_sub} | {fmt(p_sub)} | {fmt(o_subset)} | {fmt(s_subset)} | {r_subset} | "
               f"{fmt(p_subset)} |")

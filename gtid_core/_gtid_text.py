@@ -28,7 +28,7 @@ import json
 import re
 from bisect import bisect_right
 from itertools import accumulate, compress, repeat
-from operator import ge, gt, le, lt
+from operator import ge, gt
 
 from gtid_core._intervals import format_intervals, normalize, union
 from gtid_core.errors import GtidParseError
@@ -57,7 +57,7 @@ _BULK_ELEMENT = rf"(?::(?:{_TAG}|[0-9]++(?:-[0-9]++)?+))*+"
 _BULK_RE = re.compile(rf"{_DASHED}{_BULK_ELEMENT}(?:,\n?{_DASHED}{_BULK_ELEMENT})*+")
 _BULK_TAGGED_RE = re.compile(r":[a-z_]")
 _BULK_TAG_SPLIT_RE = re.compile(r":([a-z_][a-z0-9_]*)(?=:|$)")
-_json_numbers = json.JSONDecoder().decode
+_scan_json = json.JSONDecoder().scan_once  # the C scanner, without decode()'s whitespace regexes
 _TAG_START_RE = re.compile(r"[A-Za-z_]")
 _UUID_RE = re.compile(_UUID)
 _TAG_FULL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
@@ -230,33 +230,41 @@ def _parse_bulk(text: str) -> dict | None:
     elif ndash == 0:
         body = big.replace(":", ",")
     else:
+        # Mixed: write each one-gno interval "7" as "7,7".
         body = ",".join([p if "-" in p else p + "," + p for p in big.split(":")]).replace("-", ",")
+    body = "[" + body + "]"
     try:
-        nums = _json_numbers("[" + body + "]")
-    except ValueError:  # leading zeros: valid for the server, not for JSON
+        nums, end = _scan_json(body, 0)
+    except (ValueError, StopIteration):  # leading zeros: valid for the server, not for JSON
+        return None
+    if end != len(body):
         return None
     if ndash == 0:
         starts = lasts = nums
     else:
         starts = nums[0::2]
         lasts = nums[1::2]
-    if min(starts) < 1 or max(starts) > MAX_GNO or max(lasts) > MAX_GNO:
+    if min(starts) < 1 or max(nums) > MAX_GNO:
         return None
     n = len(starts)
     ends = list(map(_inc, lasts))
-    counts = [r.count(":") + 1 for r in rests]
-    bounds = list(accumulate(counts))
-    flat = [0] * (2 * n)
-    flat[0::2] = starts
-    flat[1::2] = ends
-    flats = [tuple(flat[2 * b:2 * e]) for b, e in zip([0] + bounds[:-1], bounds)]
-    if not (all(map(le, starts, lasts)) and all(map(lt, ends, starts[1:]))):
-        # Some segment is unsorted, overlapping, adjacent or reversed: normalise those only.
-        # (A "violation" at the first interval of a segment is just the next UUID or tag.)
-        begins = set(bounds)
-        bad = list(compress(range(n), map(gt, starts, lasts)))
-        bad += [i + 1 for i in compress(range(n - 1), map(ge, ends, starts[1:]))
-                if i + 1 not in begins]
+    reversed_ = list(compress(range(n), map(gt, starts, lasts)))
+    if n == len(rests):
+        # One interval per UUID/tag (a healthy fleet): nothing to sort or merge.
+        flats = list(zip(starts, ends))
+        for i in reversed_:
+            flats[i] = ()
+    else:
+        bounds = list(accumulate([r.count(":") + 1 for r in rests]))
+        flat = [0] * (2 * n)
+        flat[0::2] = starts
+        flat[1::2] = ends
+        flats = [tuple(flat[2 * b:2 * e]) for b, e in zip([0] + bounds[:-1], bounds)]
+        # Unsorted, overlapping or adjacent intervals inside one UUID/tag: an interval that does
+        # not start after the previous one ends, unless it is the first of its UUID/tag.
+        bad = set(compress(range(1, n), map(ge, ends, starts[1:])))
+        bad.difference_update(bounds)
+        bad.update(reversed_)
         for seg in {bisect_right(bounds, i) for i in bad}:
             b = bounds[seg - 1] if seg else 0
             e = bounds[seg]

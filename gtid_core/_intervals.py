@@ -11,8 +11,10 @@ Private module: the public API is :class:`gtid_core.gtid_set.GtidSet`.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
-from operator import le, lt
+import json
+from bisect import bisect_left, bisect_right
+from itertools import compress
+from operator import add, le, lt
 
 __all__ = [
     "normalize",
@@ -27,7 +29,8 @@ __all__ = [
 ]
 
 _inc = (1).__add__
-_dec = (-1).__add__
+_one_minus = (1).__sub__
+_encode = json.JSONEncoder(separators=(":", ":")).encode
 
 
 def normalize(starts: list[int], lasts: list[int]) -> list[int]:
@@ -143,6 +146,15 @@ def difference(a: tuple, b: tuple) -> tuple:
         return ()
     if a[-1] <= b[0] or b[-1] <= a[0]:
         return a
+    if len(b) == 2:  # one interval removed (the common case of a healthy fleet)
+        s, e = b
+        if len(a) == 2:
+            return ((a[0], s) if a[0] < s else ()) + ((e, a[1]) if e < a[1] else ())
+        i = bisect_left(a, s)  # boundaries of a before s
+        j = bisect_right(a, e)  # boundaries of a up to e
+        head = a[:i] + ((s,) if i & 1 else ())
+        tail = ((e,) if j & 1 else ()) + a[j:]
+        return head + tail
     out: list[int] = []
     append = out.append
     nb = len(b)
@@ -178,6 +190,8 @@ def is_subset(a: tuple, b: tuple) -> bool:
     if not b or a[0] < b[0] or a[-1] > b[-1]:
         return False
     nb = len(b)
+    if nb == 2:
+        return True  # inside b's only interval (checked just above)
     if len(a) * 8 < nb:
         # Few intervals against many: a binary search per interval of a.
         for i in range(0, len(a), 2):
@@ -226,15 +240,22 @@ def contains(flat: tuple, gno: int) -> bool:
 
 
 def format_intervals(flat: tuple) -> str:
-    """Server text of one canonical flat tuple: ``1-5:7:9-10`` (``Gtid_set::to_string``)."""
-    starts = flat[0::2]
-    lasts = list(map(_dec, flat[1::2]))
-    if len(starts) == 1:
-        s = starts[0]
-        last = lasts[0]
+    """Server text of one canonical flat tuple: ``1-5:7:9-10`` (``Gtid_set::to_string``).
+
+    The numbers are written by the C JSON encoder: ends are negated so that ``[1,-5,7,9,-10]``
+    encoded with ``:`` separators reads ``1:-5:7:9:-10``, and ``:-`` becomes ``-``; the end of a
+    one-gno interval is left out.
+    """
+    if len(flat) == 2:
+        s = flat[0]
+        last = flat[1] - 1
         return str(s) if s == last else f"{s}-{last}"
-    if starts == lasts:
-        return ":".join(map(str, starts))
-    if not any(map(int.__eq__, starts, lasts)):
-        return ":".join(map("%d-%d".__mod__, zip(starts, lasts)))
-    return ":".join([str(s) if s == last else f"{s}-{last}" for s, last in zip(starts, lasts)])
+    neg_lasts = list(map(_one_minus, flat[1::2]))
+    out = list(flat)
+    out[1::2] = neg_lasts
+    lengths = list(map(add, flat[0::2], neg_lasts))  # 0 for a one-gno interval
+    if 0 in lengths:
+        mask = [1] * len(flat)
+        mask[1::2] = lengths
+        out = list(compress(out, mask))
+    return _encode(out)[1:-1].replace(":-", "-")

@@ -86,7 +86,8 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (1885), reported by the replica as fatal error 1236 / 13114",
           "Find out why the replica has those transactions (source binary log lost after a crash with "
           "sync_binlog != 1, writes on the replica). Replicate what the source lost back to it, or commit "
-          "empty transactions with those GTIDs on the source (SQL in the finding)."),
+          "empty transactions with those GTIDs on the source (SQL in the finding).",
+          version=2),  # v2: every tag of the source's uuid counts (9.7 verified)
     _info("source_purged_required_gtids", Severity.CRITICAL, "pair",
           "Source would refuse this replica: it purged transactions the replica lacks",
           "The source's gtid_purged (transactions no longer in its binary logs) is not a subset of the "
@@ -164,11 +165,13 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "Make sure every replica of this server has the jumped set (see source_purged_required_gtids)."),
     _info("source_uuid_went_back", Severity.CRITICAL, "server",
           "Server's own GTID numbers went back",
-          "The highest gno of the server's own server_uuid is lower than at the previous run. New "
+          "The highest gno of the server's own server_uuid (untagged, or of one of its tags) is lower than at "
+          "the previous run. New "
           "transactions will reuse GTIDs its replicas already have, and replicas silently skip them.",
           None,
           "Stop writes; restore the history with SET GLOBAL gtid_purged = '+<lost set>' so that new "
-          "transactions get new numbers."),
+          "transactions get new numbers.",
+          version=2),  # v2: tags of the own uuid are compared too
     _info("gtid_mode_off", Severity.WARNING, "server",
           "GTID mode is not ON",
           "gtid_mode is OFF, OFF_PERMISSIVE or ON_PERMISSIVE: transactions without GTIDs escape every "
@@ -212,9 +215,25 @@ class FleetContext:
 
     ``uuid_registry`` maps a server_uuid to the inventory name of the server that owns it (used to
     attribute errant GTIDs). ``replica_name`` / ``source_name`` override the snapshots' names.
-    ``other_channels_gtids`` is what the replica legitimately gets through its *other* channels
-    (multi-source replication: the union of those channels' sources' gtid_executed); those GTIDs
-    are not errant for this channel.
+
+    ``other_channels_gtids`` is what the replica legitimately gets through its *other* channels;
+    those GTIDs are not errant for this channel. How to fill it:
+
+    * ``None`` for a replica with a single channel (nothing to exclude).
+    * For a multi-source replica, the union over every channel of the replica *except this one*
+      of (a) that channel's Retrieved_Gtid_Set (same read as this channel) and (b) the
+      gtid_executed of that channel's source when it is resolved (read after the replica, like
+      every source). Never this channel's own source or Retrieved_Gtid_Set.
+    * (b) is what makes it complete: Retrieved_Gtid_Set forgets whatever the relay logs no longer
+      hold (RESET REPLICA, relay_log_recovery, and -- observed on 9.7.4 -- CHANGE REPLICATION
+      SOURCE on a caught-up channel). With only (a), an unresolved other source's GTIDs applied
+      before such a purge are reported as errant here. (a) still matters when that source is
+      unresolved or was read before it gained what the channel retrieved.
+    * Left ``None`` on a multi-source replica, every GTID of the other channels is reported as
+      errant for this one (verified on a two-channel 9.7.4 replica, tests/core/test_checks_live.py).
+
+    Only ``errant_transactions`` uses it: the source's reconnect checks compare the replica with
+    the source's own gtid_executed (5.7+: only its own server_uuid), whatever other channels bring.
     """
 
     uuid_registry: Mapping[str, str] = field(default_factory=dict)
@@ -608,11 +627,18 @@ def check_replica_gtid_history_lost(pair: _Pair, relay_tail: Sequence[RelayLogEv
     (a skipped or filtered transaction is committed empty with its GTID). If retrieved GTIDs are
     missing from gtid_executed with an idle applier, gtid_executed lost history: RESET MASTER /
     RESET BINARY LOGS AND GTIDS on the replica (observed on 9.7: Retrieved_Gtid_Set and the relay
-    logs are kept, replication goes on, nothing errors). Uses Retrieved_Gtid_Set and
-    Executed_Gtid_Set from the same SHOW REPLICA STATUS row (one instant). "Caught up" means
-    Exec_Source_Log_Pos = Read_Source_Log_Pos in the same file (or "has read all relay log");
-    when that is unknown the check stays silent (a lagging applier explains the difference).
+    logs are kept, replication goes on, nothing errors; the source re-sends the transactions once
+    the relay logs are discarded and the applier fails on them, e.g. 1007 for a CREATE DATABASE).
+    Uses Retrieved_Gtid_Set, Executed_Gtid_Set and the positions of one SHOW REPLICA STATUS row.
+    "Caught up" means Exec_Source_Log_Pos = Read_Source_Log_Pos in the same file (or "has read all
+    relay log"); when that is unknown the check stays silent (a lagging applier explains the
+    difference). Verified on 9.7.4: an idle healthy replica shows equal positions and "Replica has
+    read all relay log"; a delayed (SOURCE_DELAY) or stopped applier shows Exec < Read. With a
+    parallel applier Exec_Source_Log_Pos is the low-water mark, so it never claims too much.
     A RESET followed by SET GLOBAL gtid_purged covering the retrieved set is not a loss.
+    Blind spot / possible transient false positive: the server fills Executed_Gtid_Set before it
+    reads the channel's fields, so a transaction received *and* applied within that one statement
+    shows as retrieved but not executed; such a finding does not repeat at the next run.
 
     Critical on 5.6.15-5.7.5 when the last retrieved GTID is among the lost ones (Bug #72392: it is
     left out of the announced set, fetched again, and applied twice); warning otherwise (the
@@ -952,30 +978,43 @@ def check_gtid_purged_jumped(server: ServerSnapshot, previous: ServerSnapshot) -
 
 
 def check_source_uuid_went_back(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:
-    """source_uuid_went_back: the highest untagged gno of the server's own server_uuid fell below
-    the previous run's.
+    """source_uuid_went_back: the highest gno of the server's own server_uuid -- untagged, or of
+    any tag it used (8.3+) -- fell below the previous run's.
 
-    The server numbers its new transactions after the highest gno of its own uuid in
-    gtid_executed; if that fell back, new transactions reuse GTIDs that replicas (and the previous
-    history) already have, and replicas silently skip them as already executed. Sound: both numbers
-    are the server's own. Compared only with an unchanged server_uuid.
+    The server numbers a new transaction after the highest gno of its own uuid in gtid_executed,
+    per tag for ``SET gtid_next = 'AUTOMATIC:tag'``; if that fell back, new transactions reuse
+    GTIDs that replicas (and the previous history) already have, and replicas silently skip them
+    as already executed. Sound: both numbers are the server's own. Compared only with an unchanged
+    server_uuid. Blind spot: a tag first used and lost between two runs.
     """
     if (previous.gtid_executed is None or server.gtid_executed is None or not _same_server(server, previous)):
         return []
     uuid = server.server_uuid
-    before = previous.gtid_executed.max_gno(uuid)
-    now = server.gtid_executed.max_gno(uuid)
-    if before is None or (now is not None and now >= before):
+    tags = sorted({tag for u, tag, _, _ in previous.gtid_executed if u == uuid}, key=lambda t: (t is not None, t or ""))
+    regressions = []
+    for tag in tags:
+        before = previous.gtid_executed.max_gno(uuid, tag)
+        now = server.gtid_executed.max_gno(uuid, tag)
+        if before is not None and (now is None or now < before):
+            regressions.append((tag, before, now))
+    if not regressions:
         return []
     name = server.label
-    reused = GtidSet.from_intervals([(uuid, None, (now or 0) + 1, before)]) & previous.gtid_executed
+    reused = GtidSet.from_intervals([(uuid, tag, (now or 0) + 1, before) for tag, before, now in regressions])
+    reused = reused & previous.gtid_executed
+    parts = [f"{uuid}{':' + tag if tag else ''}: {before} -> {now if now is not None else 'none'}"
+             for tag, before, now in regressions]
+    tag, before, now = regressions[0]
+    title = (f"{name}: own GTID numbers went back from {before} to {now or 0}" if len(regressions) == 1
+             else f"{name}: own GTID numbers went back for {len(regressions)} tag(s)")
     return [_finding(
-        "source_uuid_went_back", name, f"{name}: own GTID numbers went back from {before} to {now or 0}",
-        f"{name}'s highest transaction number for its own server_uuid {uuid} was {before} at the previous run and "
-        f"is {now if now is not None else 'none'} now. New transactions will get numbers {(now or 0) + 1}..{before} "
-        "again; replicas that already have those GTIDs will silently skip them.",
+        "source_uuid_went_back", name, title,
+        f"{name}'s highest transaction number for its own server_uuid went back since the previous run "
+        f"({'; '.join(parts)}). New transactions will get numbers that were already used ({_short(reused)}); "
+        "replicas that already have those GTIDs will silently skip them.",
         gtid_set=reused,
         evidence={"server_uuid": uuid, "previous_max_gno": before, "max_gno": now,
+                  "went_back": "; ".join(parts),
                   "previous_gtid_executed": _text(previous.gtid_executed),
                   "gtid_executed": _text(server.gtid_executed)})]
 

@@ -250,6 +250,14 @@ _CONNECTION_COLUMNS = {"received_transaction_set": "RECEIVED_TRANSACTION_SET",
                        "receiver_last_error_message": "LAST_ERROR_MESSAGE"}
 _APPLIER_CONFIG_COLUMNS = {"assign_gtids_to_anonymous_transactions_type": "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE",
                            "assign_gtids_to_anonymous_transactions_value": "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE"}
+#: channels-table columns the channel snapshot and the job read (the rest stays in the JVM).
+_CHANNEL_COLUMNS = ("channel_name", "source_host", "source_port", "source_uuid", "source_server_id",
+                    "retrieved_gtid_set", "executed_gtid_set", "io_running", "sql_running", "sql_running_state",
+                    "last_io_errno", "last_io_error", "last_io_error_timestamp", "last_sql_errno",
+                    "last_sql_error", "last_sql_error_timestamp", "auto_position", "source_log_file",
+                    "read_source_log_pos", "relay_log_file", "relay_log_pos", "relay_source_log_file",
+                    "exec_source_log_pos", "seconds_behind_source", "relay_tail_events",
+                    *_CONNECTION_COLUMNS, *_APPLIER_CONFIG_COLUMNS)
 _SERVER_COLUMNS = ("server_uuid", "server_id", "version", "gtid_mode", "enforce_gtid_consistency",
                    "gtid_executed", "gtid_purged", "log_bin", "log_replica_updates", "sync_binlog",
                    "innodb_flush_log_at_trx_commit", "relay_log_recovery", "replica_parallel_workers",
@@ -443,8 +451,8 @@ def pair_frame(snapshots_df, channels_df, relay_df, resolved_df):
     src = snapshots_df.select(F.col("server").alias("_src"), snap_struct.alias("source_snapshot"))
     tail = relay_df.groupBy("server", "channel_name").agg(
         F.collect_list(F.struct(*_TAIL_FIELDS)).alias("relay_tail"))
-    ch = channels_df.select("server", "channel_name",
-                            F.struct(*[F.col(c) for c in channels_df.columns]).alias("channel"))
+    wanted = [c for c in _CHANNEL_COLUMNS if c in channels_df.columns]
+    ch = channels_df.select("server", "channel_name", F.struct(*[F.col(c) for c in wanted]).alias("channel"))
     # every channel of each replica, with its source's gtid_executed (multi-source replicas)
     src_exec = snapshots_df.select(F.col("server").alias("_s"), F.col("gtid_executed").alias("source_gtid_executed"))
     every = (channels_df.select("server", "channel_name", "retrieved_gtid_set")
@@ -474,15 +482,29 @@ def server_frame(snapshots_df, previous_df):
     return cur.join(prev, cur["_k"] == prev["_p"], "left").select("snapshot", "previous")
 
 
+@dataclass(frozen=True)
+class _Value:
+    value: Any
+
+
+def _shipped(spark, value: Any) -> Any:
+    """A broadcast variable (one copy per executor) when the session has a SparkContext; under
+    Spark Connect, which has none, the value travels in the task closure."""
+    try:
+        return spark.sparkContext.broadcast(value)
+    except Exception:  # Spark Connect: no sparkContext
+        return _Value(value)
+
+
 def run_checks(spark, *, servers_df, binlogs_df, channels_df, relay_df, resolved_df,
                previous_servers_df=None, previous_binlogs_df=None,
                registry: Mapping[str, str]) -> list[dict[str, Any]]:
     """Every gtid_core check of one run, in Spark; returns the raw findings rows (driver)."""
     snaps = snapshot_frame(servers_df, binlogs_df).cache()
+    reg = _shipped(spark, dict(registry))
     try:
         pairs = pair_frame(snaps, channels_df, relay_df, resolved_df)
-        reg = dict(registry)
-        pair_findings = pairs.mapInArrow(lambda it: check_pair_batches(it, reg), _raw_spark_schema())
+        pair_findings = pairs.mapInArrow(lambda it: check_pair_batches(it, reg.value), _raw_spark_schema())
         prev = None
         if previous_servers_df is not None:
             prev = snapshot_frame(previous_servers_df, previous_binlogs_df)
@@ -490,6 +512,8 @@ def run_checks(spark, *, servers_df, binlogs_df, channels_df, relay_df, resolved
         table = pair_findings.unionByName(server_findings).toArrow()
     finally:
         snaps.unpersist()
+        if hasattr(reg, "destroy"):
+            reg.destroy()
     return table.to_pylist()
 
 
@@ -686,8 +710,10 @@ def audit_run(spark, config, settings: AuditSettings | None = None, *, run_id: s
         return read_table(spark, warehouse, name, rid, so)
 
     if readable:
-        resolved_df = spark.createDataFrame(
-            resolved or [], schema="server string, channel_name string, source_server string")
+        import pyarrow as pa
+
+        resolved_df = spark.createDataFrame(pa.table(
+            {k: pa.array([p[k] for p in resolved], pa.string()) for k in ("server", "channel_name", "source_server")}))
         prev_servers = prev_logs = None
         if previous_run_id is not None:
             prev_servers, prev_logs = table("servers", previous_run_id), table("binary_logs", previous_run_id)

@@ -325,12 +325,12 @@ def _format_errors(path: str, exc: ValidationError) -> str:
         for part in err["loc"]:
             loc += f"[{part}]" if isinstance(part, int) else (("." if loc else "") + str(part))
         secret = any(isinstance(p, str) and _SECRET_KEY.search(p) for p in err["loc"])
-        value = "<hidden>" if secret else repr(err.get("input"))
+        raw = err.get("input")
+        # a whole mapping (a model-level rule) is not "the bad value": the message names it
+        value = "<hidden>" if secret else (None if isinstance(raw, dict) else repr(raw))
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] in ("extra_forbidden", "missing"):
-            lines.append(f"  {loc or '<top>'}: {msg}" + ("" if err["type"] == "missing" else f" (value {value})"))
-        else:
-            lines.append(f"  {loc or '<top>'}: {msg} (value {value})")
+        shown = "" if err["type"] == "missing" or value is None else f" (value {value})"
+        lines.append(f"  {loc or '<top>'}: {msg}{shown}")
     return "\n".join(lines)
 
 

@@ -44,5 +44,5 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
+    for noisy in ("py4j", "py4j.clientserver", "py4j.java_gateway", "mysql.connector"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -34,14 +34,18 @@ def _up(args: argparse.Namespace) -> int:
     dist = ensure_mysql(args.cache_dir)
     fleet = Fleet.up(Topology.load(args.topology), args.workdir, dist=dist)
     extra = []
-    if args.faults:
-        from jobs.sandbox import scenarios
+    try:
+        if args.faults:
+            from jobs.sandbox import scenarios
 
-        results = scenarios.inject_demo_faults(fleet)
-        extra = scenarios.extra_config_servers(results)
-        for result in results:
-            print(f"fault {result.name}: {', '.join(result.servers)}")
-    config = fleet.write_audit_config(args.config_out, warehouse=args.warehouse, extra_servers=extra)
+            results = scenarios.inject_demo_faults(fleet)
+            extra = scenarios.extra_config_servers(results)
+            for result in results:
+                print(f"fault {result.name}: {', '.join(result.servers)}")
+        config = fleet.write_audit_config(args.config_out, warehouse=args.warehouse, extra_servers=extra)
+    except BaseException:
+        fleet.down()          # a half-made sandbox is not left running
+        raise
     for server in fleet.servers.values():
         print(f"{server.name:14s} 127.0.0.1:{server.port:<6d} pid {server.pid}  {server.server_uuid}")
     print(f"auditor config written to {config}")

@@ -396,7 +396,9 @@ def relay_log_ends_inside_transaction(fleet: Fleet, replica: str, *, channel: st
     ``QUEUEING_TRANSACTION``, ``STOP REPLICA IO_THREAD`` freezes the relay log mid-group and the
     channel is pointed back at the real source port (receiver left stopped: restarting it makes
     9.7 truncate the partial group). Verified with ``SHOW RELAYLOG EVENTS`` (last event is not
-    a commit) and the GTID being absent from the received set.
+    a commit) and the GTID being absent from the received set. The applier stays running,
+    waiting inside the group; as it would defer a shutdown by 60 s, ``Fleet.down`` restarts
+    such receivers first. Reliable here because the cut is made by byte count, not by timing.
     """
     ch = _channel(fleet, replica, channel)
     rep, src = fleet.server(ch.replica), fleet.server(ch.source)

@@ -94,17 +94,22 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
 
     # ---- repairs, run 2
     scenarios.repair_errant(fleet, errant)
-    scenarios.repair_missing_gtids(fleet, purged)
+    repaired = scenarios.repair_missing_gtids(fleet, purged)
     assert main(["run", "--config", str(cfg_path)]) == 2   # ghost is still unreachable
     run2 = max(read_arrow(warehouse, "run_summary").to_pylist(), key=lambda s: s["audited_at"])["run_id"]
-    assert set(open_findings(warehouse, run2)) == {("collection_failed", "ghost", None, None)}
+    found = open_findings(warehouse, run2)
+    # the repair declared the missing GTIDs with SET GLOBAL gtid_purged='+...': the history check
+    # (r3 against its own previous snapshot) reports exactly that declaration, as it should
+    assert set(found) == {("collection_failed", "ghost", None, None), ("gtid_purged_jumped", "r3", None, None)}
+    assert found[("gtid_purged_jumped", "r3", None, None)]["gtid_set"] == one_line(repaired.gtid_sets["declared_purged"])
     resolved = {(r["check_id"], r["server"]) for r in read_arrow(warehouse, "findings", run2).to_pylist()
                 if r["status"] == "resolved"}
     assert resolved == {("errant_transactions", "r1"), ("source_purged_required_gtids", "r3"),
                         ("replication_stopped", "r3")}
     feed = {(a["check_id"], a["server"]): a["event"] for a in read_arrow(warehouse, "alerts", run2).to_pylist()}
     assert feed == {("errant_transactions", "r1"): "resolved", ("source_purged_required_gtids", "r3"): "resolved",
-                    ("replication_stopped", "r3"): "resolved", ("collection_failed", "ghost"): "still_open"}
+                    ("replication_stopped", "r3"): "resolved", ("collection_failed", "ghost"): "still_open",
+                    ("gtid_purged_jumped", "r3"): "new"}
     firing = {a["labels"]["check_id"] for a in client.get_alerts(filters=['alertname=~"gtid_audit_.*"'])
               if a["labels"].get("server") in ("r1", "r2", "r3", "src", "bsrc", "ghost")}
-    assert firing == {"collection_failed"}
+    assert firing == {"collection_failed", "gtid_purged_jumped"}

@@ -467,6 +467,15 @@ def test_source_uuid_went_back():
     assert "source_uuid_went_back" not in ids(run_server_checks(server("db1", S, executed=f"{S}:1-120"), prev))
 
 
+def test_source_uuid_went_back_for_a_tag():
+    """A tag of the own uuid whose numbers fell (t1: 9 -> 2) is reported even when the untagged ones grew."""
+    prev = server("db1", S, executed=f"{S}:1-100:t1:1-9")
+    now = server("db1", S, executed=f"{S}:1-120:t1:1-2")
+    f = one(run_server_checks(now, prev), "source_uuid_went_back")
+    assert f.gtid_set == G(f"{S}:t1:3-9") and f.severity is Severity.CRITICAL
+    assert "source_uuid_went_back" not in ids(run_server_checks(server("db1", S, executed=f"{S}:1-100:t1:1-10"), prev))
+
+
 def test_gtid_purged_jumped_after_reset_and_set_purged():
     """Seed 000's restore: RESET + SET GLOBAL gtid_purged adds X:1-100 never executed here; numbering went back."""
     prev = server("db1", S, executed=f"{S}:1-10", logs=[("binlog.000005", ""), ("binlog.000006", f"{S}:1-8")])

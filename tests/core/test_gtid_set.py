@@ -239,3 +239,21 @@ def test_operations_return_new_values_and_leave_operands_alone():
     before = (str(a), str(b))
     _ = (a | b, a & b, a - b, b - a)
     assert (str(a), str(b)) == before
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    ("1-10:20-30", "20-25", "1-10:26-30"),
+    ("1-10:20-30", "5-25", "1-4:26-30"),
+    ("1-10:20-30", "10-20", "1-9:21-30"),
+    ("1-10:20-30", "11-19", "1-10:20-30"),
+    ("1-10:20-30", "1-30", ""),
+    ("1-10:20-30:40", "30-40", "1-10:20-29"),
+    ("1-10", "3-4", "1-2:5-10"),
+    ("1-10", "1-10", ""),
+    ("5", "5", ""),
+], ids=["exact-start", "across-gap", "end-to-start", "inside-gap", "all", "last-ones",
+        "middle", "equal", "single"])
+def test_difference_by_one_interval(a, b, expected):
+    """Removing one interval (the shortcut path) from one or several intervals, edges included."""
+    got = GtidSet.parse(f"{U}:{a}") - GtidSet.parse(f"{U}:{b}")
+    assert str(got) == (f"{U}:{expected}" if expected else "")

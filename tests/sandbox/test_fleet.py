@@ -1,7 +1,6 @@
 """The standard fleet replicates for real; its state, config and accounts are what the auditor needs."""
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 import sys

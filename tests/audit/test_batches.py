@@ -1,0 +1,59 @@
+"""The mapInArrow bodies (jobs/audit.py) on Arrow batches built by hand: what Spark runs per batch."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from jobs.audit import check_pair_batches, check_server_batches
+
+A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
+C = "cccccccc-cccc-cccc-cccc-cccccccccccc"
+
+
+def snap(name, uuid, executed, purged=""):
+    return {"server": name, "cluster": "c1", "status": "ok", "server_uuid": uuid, "version": "9.7.4",
+            "gtid_mode": "ON", "gtid_executed": executed, "gtid_purged": purged, "binary_logs": None}
+
+
+def chan(name, source_uuid, retrieved):
+    return {"channel_name": name, "source_host": "h", "source_port": 1, "source_uuid": source_uuid,
+            "retrieved_gtid_set": retrieved, "io_running": "Yes", "sql_running": "Yes", "auto_position": True,
+            "relay_tail_events": None}
+
+
+def pair(replica, channel, source, all_channels=None):
+    return {"channel": channel, "replica": replica, "source_snapshot": source, "relay_tail": None,
+            "all_channels": all_channels}
+
+
+def run(rows, body, *args):
+    (out,) = list(body(iter([pa.RecordBatch.from_pylist(rows)]), *args))
+    return out.to_pylist()
+
+
+def test_bad_value_becomes_a_finding():
+    """A GTID set the parser refuses yields snapshot_invalid quoting it; the batch goes on."""
+    src = snap("src", A, f"{A}:1-10")
+    rows = [pair(snap("r1", B, "not-a-gtid-set"), chan("", A, f"{A}:1-10"), src),
+            pair(snap("r2", C, f"{A}:1-10"), chan("", A, f"{A}:1-10"), src)]
+    out = run(rows, check_pair_batches, {A: "src", B: "r1", C: "r2"})
+    assert [(r["check_id"], r["server"], r["source"]) for r in out] == [("snapshot_invalid", "r1", "src")]
+    assert "'not-a-gtid-set'" in out[0]["detail"]
+
+
+def test_other_channel_gtids_are_not_errant():
+    """A multi-source replica's GTIDs from its other channel are not errant for this channel."""
+    src, other = snap("src", A, f"{A}:1-10"), snap("bsrc", B, f"{B}:1-5")
+    replica = snap("r", C, f"{A}:1-10,{B}:1-5")
+    every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-10", "source_gtid_executed": f"{A}:1-10"},
+             {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_gtid_executed": f"{B}:1-5"}]
+    assert run([pair(replica, chan("orders", A, f"{A}:1-10"), src, every)], check_pair_batches, {}) == []
+    out = run([pair(replica, chan("orders", A, f"{A}:1-10"), src, every[:1])], check_pair_batches, {})
+    assert [(r["check_id"], r["gtid_set"], r["channel"]) for r in out] == [("errant_transactions", f"{B}:1-5", "orders")]
+
+
+def test_server_history_check_runs_with_previous():
+    """run_server_checks sees the previous snapshot: gtid_executed going back is reported."""
+    rows = [{"snapshot": snap("s", A, f"{A}:1-5"), "previous": snap("s", A, f"{A}:1-9")}]
+    out = run(rows, check_server_batches)
+    assert ("gtid_executed_regressed", f"{A}:6-9") in [(r["check_id"], r["gtid_set"]) for r in out]
