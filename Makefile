@@ -1,5 +1,6 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
-# Everything lives in a .venv inside the checkout; MySQL is unpacked into .cache/ (see jobs/sandbox/installer.py).
+# Everything lives in a .venv inside the checkout; MySQL is unpacked into ~/.cache/gtid-audit
+# ($GTID_AUDIT_CACHE overrides it; see jobs/sandbox/installer.py).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python

@@ -15,10 +15,15 @@ Values: an interval start must be 1 .. 2^63-2; an end must be 0 .. 2^63-2; an in
 is below its start is dropped silently, as is a UUID or tag with no interval after it. Everything
 else is rejected (``ER_MALFORMED_GTID_SET_SPECIFICATION``).
 
-Parsing has two paths that accept exactly the same texts: a fast path (one compiled regular
-expression validates the whole text, then ``str.split`` and ``map(int, ...)`` extract the numbers
-in bulk) and :func:`scan`, a character-by-character reader that is only used when the fast path
-rejects the text, to say where and why it is malformed.
+Parsing has three paths that accept exactly the same texts (a property test checks it):
+
+* ``_parse_bulk`` for the shape servers print (dashed UUIDs, no whitespace but the newline after
+  a comma): one compiled regular expression validates the whole text, every number of the text is
+  converted by one call of the C JSON scanner, and the order checks are C-level ``map`` passes;
+* the general path for the other spellings (whitespace, 32-hex and braced UUIDs, leading zeros):
+  the full-grammar regular expression, then ``str.split`` and ``int``;
+* :func:`scan`, a character-by-character reader used when the text is malformed, to say where
+  parsing stopped and why.
 
 Private module: the public API is :class:`gtid_core.gtid_set.GtidSet`.
 """
@@ -50,7 +55,6 @@ _INTERVAL = rf"[0-9]++(?:{_W}-{_W}[0-9]++)?+"
 _UUID_SET = rf"{_UUID}(?:{_W}:{_W}(?:{_TAG}|{_INTERVAL}))*+"
 _SEPS = r"[ \t\n\v\f\r,]*+"
 _TEXT_RE = re.compile(rf"{_SEPS}(?:{_UUID_SET}(?:{_W},{_SEPS}{_UUID_SET})*+)?{_SEPS}")
-_TAG_RE = re.compile(_TAG)
 # The shape servers print (dashed UUIDs, no whitespace but a newline after a comma, no empty
 # items): parsed in bulk by _parse_bulk.
 _BULK_ELEMENT = rf"(?::(?:{_TAG}|[0-9]++(?:-[0-9]++)?+))*+"
@@ -152,6 +156,24 @@ def parse_text(text: str) -> dict:
         return out
     if _TEXT_RE.fullmatch(text) is None:
         return scan(text)  # raises with the position, or parses if the fast path was too strict
+    try:
+        groups = _group_general(text)
+    except ValueError:  # a number int() refuses (thousands of digits): out of range anyway
+        return scan(text)
+    out = {}
+    for key, (starts, lasts) in groups.items():
+        if not starts:
+            continue
+        if min(starts) < 1 or max(starts) > MAX_GNO or max(lasts) > MAX_GNO:
+            return scan(text)  # raises, naming the out-of-range number
+        flat = normalize(starts, lasts)
+        if flat:
+            out[key] = tuple(flat)
+    return out
+
+
+def _group_general(text: str) -> dict:
+    """Starts and lasts per (uuid, tag) of text already validated by ``_TEXT_RE``."""
     groups: dict = {}
     for item in text.split(","):
         item = item.strip()
@@ -178,16 +200,7 @@ def parse_text(text: str) -> dict:
                 pending.append(p)
         if pending:
             _add(groups, (uuid, tag), *_untagged_block(":".join(pending)))
-    out = {}
-    for key, (starts, lasts) in groups.items():
-        if not starts:
-            continue
-        if min(starts) < 1 or max(starts) > MAX_GNO or max(lasts) > MAX_GNO:
-            return scan(text)  # raises, naming the out-of-range number
-        flat = normalize(starts, lasts)
-        if flat:
-            out[key] = tuple(flat)
-    return out
+    return groups
 
 
 def _parse_bulk(text: str) -> dict | None:
@@ -307,7 +320,10 @@ def scan(text: str) -> dict:
             q += 1
         if q == p:
             raise _error(text, p, "expected a number (or a tag)")
-        return int(text[p:q]), q
+        digits = text[p:q].lstrip("0") or "0"
+        if len(digits) > 19:  # out of range; int() may refuse thousands of digits
+            return MAX_GNO + 1, q
+        return int(digits), q
 
     pos = skip_ws(pos)
     while True:

@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 _inc = (1).__add__
+_BEYOND = 1 << 64  # larger than any gno
 _one_minus = (1).__sub__
 _encode = json.JSONEncoder(separators=(":", ":")).encode
 
@@ -155,28 +156,37 @@ def difference(a: tuple, b: tuple) -> tuple:
         head = a[:i] + ((s,) if i & 1 else ())
         tail = ((e,) if j & 1 else ()) + a[j:]
         return head + tail
+    # One pass with iterators (cheaper than indexing): for each interval [s, e) of a, skip the
+    # intervals of b that end before s, then cut out those that start before e. An exhausted b
+    # reads as one interval beyond every gno.
     out: list[int] = []
     append = out.append
-    nb = len(b)
-    # Skip the intervals of b that end before a starts, without a Python loop.
-    j = bisect_right(b, a[0])
-    j -= j & 1
-    for i in range(0, len(a), 2):
-        s = a[i]
-        e = a[i + 1]
-        while j < nb and b[j + 1] <= s:
-            j += 2
-        while j < nb and b[j] < e:
-            bs = b[j]
+    next_b = iter(b).__next__
+    bs = next_b()
+    be = next_b()
+    it = iter(a)
+    next_a = it.__next__
+    for s in it:
+        e = next_a()
+        while be <= s:
+            try:
+                bs = next_b()
+                be = next_b()
+            except StopIteration:
+                bs = be = _BEYOND
+        while bs < e:
             if bs > s:
                 append(s)
                 append(bs)
-            be = b[j + 1]
             if be >= e:
                 s = e
                 break
             s = be
-            j += 2
+            try:
+                bs = next_b()
+                be = next_b()
+            except StopIteration:
+                bs = be = _BEYOND
         if s < e:
             append(s)
             append(e)
@@ -199,13 +209,21 @@ def is_subset(a: tuple, b: tuple) -> bool:
             if not k & 1 or b[k] < a[i + 1]:
                 return False
         return True
-    j = 0
-    for i in range(0, len(a), 2):
-        s = a[i]
-        while j < nb and b[j + 1] <= s:
-            j += 2
-        if j >= nb or b[j] > s or b[j + 1] < a[i + 1]:
-            return False
+    next_b = iter(b).__next__
+    bs = next_b()
+    be = next_b()
+    it = iter(a)
+    next_a = it.__next__
+    try:
+        for s in it:
+            e = next_a()
+            while be <= s:
+                bs = next_b()
+                be = next_b()
+            if bs > s or be < e:
+                return False
+    except StopIteration:  # b ended before a
+        return False
     return True
 
 

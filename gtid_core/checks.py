@@ -101,6 +101,18 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "first binary log (empty Previous_gtids after SET GLOBAL gtid_purged) and the replica never "
           "receives the purged transactions it lacks. Replication looks healthy.",
           None, _REPROVISION + " Upgrade the source to 5.6.22 or later."),
+    _info("replica_near_purge_horizon", Severity.WARNING, "pair",
+          "Replica is one binary-log purge away from being refused",
+          "On reconnect the source would stream to this replica from its oldest binary log still present: "
+          "find_first_log_not_in_gtid_set stops at that file because the replica still lacks transactions "
+          "written to it. The next purge of that file (binlog_expire_logs_seconds, PURGE BINARY LOGS) "
+          "removes the only copy the source has of them, and the replica's next connect is refused.",
+          "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (1789) after the next purge of the source's oldest binary log, "
+          "reported as fatal error 1236 / 13114 '... the source purged required binary logs'",
+          "Get the replica's receiver running again (START REPLICA, fix whatever stops it) so it fetches "
+          "what it lacks before the file goes; until it has caught up, do not PURGE BINARY LOGS on the source "
+          "and extend its retention (binlog_expire_logs_seconds). Watch binlog_expire_logs_seconds against "
+          "how long replicas can stay stopped."),
     _info("errant_transactions", Severity.CRITICAL, "pair",
           "Errant transactions: replica has transactions its source never executed",
           "(replica gtid_executed ∪ Retrieved_Gtid_Set) minus the source's gtid_executed, excluding "
@@ -452,6 +464,110 @@ def check_source_purged_required_gtids(pair: _Pair, relay_tail: Sequence[RelayLo
                              f"{pair.source_name} has no binary log to serve {pair.replica_name}",
                              detail, gtid_set=gap, evidence=ev)]
     return []
+
+
+def check_replica_near_purge_horizon(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+    """replica_near_purge_horizon: the source would serve this replica from its oldest binary log,
+    which holds transactions the replica still lacks; one more purge and the source refuses it.
+
+    Mirrors the source's reconnect (:func:`simulate_auto_position_reconnect`: the checks of
+    ``Binlog_sender::check_start_file``, then ``MYSQL_BIN_LOG::find_first_log_not_in_gtid_set``,
+    which scans the binary logs newest to oldest and starts at the first whose Previous_gtids is a
+    subset of the announced set). When that start file is the oldest one listed, no binary log
+    before it is left: once it is purged, the next file's Previous_gtids contains the GTIDs the
+    replica lacks from it, so no Previous_gtids is a subset any more and the source answers
+    ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (and from 5.6.22 the grown gtid_purged already fails the
+    earlier check). Verified on a live 9.7.4 pair (tests/core/test_checks_live.py): the finding,
+    then one more PURGE BINARY LOGS, then START REPLICA is refused with 13114.
+
+    What it proves, exactly: ``gtid_set`` is the GTIDs the replica lacks (source gtid_executed minus
+    the announced set, :func:`announced_gtid_set`) that were written to the oldest file, i.e. that
+    lie in the next file's Previous_gtids (a file's Previous_gtids is everything written before
+    it). With a single binary log that file holds every GTID after its own Previous_gtids, which the
+    replica has: the whole needed set. Both are exact for the two reads. ``binary_log_margin`` in
+    the evidence is how many binary logs the source can still purge before the reconnect fails:
+    the position of the start file in SHOW BINARY LOGS, 0 whenever this check fires.
+
+    It fires only when the replica needs something from that file: a caught-up replica whose start
+    file is the oldest only because the source has one binary log gives nothing. With a single
+    binary log it also needs the receiver known to be stopped: that file is the active one (no
+    purge can remove it before a rotation) and, with a running or unknown receiver, GTIDs the
+    source committed between the two reads are in it, so lag cannot be told from a read in
+    flight. It is silent when the reconnect is already refused or already skips purged GTIDs
+    (replica_has_more_gtids, source_purged_required_gtids, silent_purged_gap report those), for a
+    channel without AUTO_POSITION, and when the source's binary log list or any Previous_gtids
+    scanned is unknown (None): the start file is then not known.
+
+    Blind spots: the replica is read before its source, and the source may have rotated or purged
+    more since its own read (then the truth is worse: the replica may already be refused, which
+    the next run shows as source_purged_required_gtids); the other way round, with two binary logs
+    and a running receiver, a rotation between the reads can put GTIDs committed in between in
+    the oldest file (a transient finding that does not repeat). The retention policy
+    (binlog_expire_logs_seconds, manual purges, backup tools) and the age of the file are not
+    read, so "next purge" may be seconds or days away. A running receiver reading that file is
+    reported too: a lag of the whole retention is a risk, whether or not the source keeps an
+    open file from being purged while its dump thread reads it.
+    """
+    source = pair.source
+    if source is None or pair.channel.auto_position is False or pair.replica_set is None:
+        return []
+    logs = source.binary_logs
+    if source.gtid_executed is None or not logs:
+        return []
+    announced = announced_gtid_set(pair.executed, pair.retrieved or GtidSet.EMPTY,
+                                   replica_version=pair.replica.version,
+                                   last_retrieved_gtid=_last_retrieved_gtid(pair, relay_tail))
+    outcome = simulate_auto_position_reconnect(source, announced)
+    if outcome.kind is not ReconnectKind.STREAMS or outcome.start_file is None:
+        return []
+    names = [log.log_name for log in logs]
+    margin = names.index(outcome.start_file)
+    if margin != 0:
+        return []
+    oldest = logs[0]
+    needed = source.gtid_executed - announced
+    if len(logs) > 1:
+        following = logs[1]
+        if following.previous_gtids is None:   # the scan passed it, so this does not happen; stay silent
+            return []
+        in_oldest = needed & following.previous_gtids
+    else:
+        following = None
+        if pair.channel.receiver_running is not False:
+            return []
+        in_oldest = needed
+    if not in_oldest:
+        return []
+    receiver = {True: "running", False: "stopped", None: "in an unknown state"}[pair.channel.receiver_running]
+    where = (f"{oldest.log_name}, the oldest of its {len(logs)} binary logs" if following is not None
+             else f"{oldest.log_name}, its only binary log (purgeable after the next rotation)")
+    detail = (
+        f"On its next connect, source {pair.source_name} would stream to replica {pair.replica_name} from "
+        f"{where}: the replica (receiver {receiver}) still lacks {in_oldest.count()} transaction(s) written to "
+        f"that file ({_short(in_oldest)}). Margin: {margin} binary logs can be purged before the reconnect "
+        f"fails. Once {oldest.log_name} is purged (binlog_expire_logs_seconds, PURGE BINARY LOGS) the source "
+        f"keeps no copy of them and refuses the replica with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS} (fatal "
+        f"error 1236 / 13114 'purged required binary logs')."
+        + (f" In all the replica lacks {needed.count()} transaction(s) of the source." if needed != in_oldest
+           else "")
+    )
+    ev = pair.base_evidence()
+    ev.update(
+        replica_announced_gtid_set=_text(announced),
+        start_file=oldest.log_name,
+        start_file_previous_gtids=_text(oldest.previous_gtids),
+        next_binary_log=following.log_name if following is not None else None,
+        next_binary_log_previous_gtids=_text(following.previous_gtids) if following is not None else None,
+        source_binary_log_count=len(logs),
+        binary_log_margin=margin,
+        replica_needs_gtid_set=_text(needed),
+        receiver_running=pair.channel.receiver_running,
+        reconnect_rule=outcome.rule,
+        source_version_assumed=outcome.version_assumed,
+    )
+    return [pair.finding("replica_near_purge_horizon",
+                         f"{pair.replica_name} is one purge of {oldest.log_name} away from being refused by "
+                         f"{pair.source_name}", detail, gtid_set=in_oldest, evidence=ev)]
 
 
 def _anonymous_assigned_uuid(pair: _Pair) -> str | None:
@@ -852,6 +968,7 @@ def run_pair_checks(
     findings: list[Finding] = []
     findings += check_replica_has_more_gtids(pair, tail)
     findings += check_source_purged_required_gtids(pair, tail)
+    findings += check_replica_near_purge_horizon(pair, tail)
     findings += check_errant_transactions(pair)
     findings += check_replica_gtid_holes(pair)
     findings += check_incomplete_relay_log_tail(pair, tail)

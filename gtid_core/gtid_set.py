@@ -189,36 +189,39 @@ class GtidSet:
 
     # ---- algebra ------------------------------------------------------------------------
 
+    # Each operation first sets aside, with C-level dict-view set operations, the (uuid, tag)
+    # blocks that are identical in both operands (most of them when comparing the servers of one
+    # replication topology), and merges intervals only for the others.
+
     def __or__(self, other: GtidSet) -> GtidSet:
         if not isinstance(other, GtidSet):
             return NotImplemented
         a, b = self._map, other._map
-        if not b:
+        if not b or a.items() >= b.items():
             return self
-        if not a:
+        if not a or a.items() <= b.items():
             return other
-        if len(a) < len(b):
-            a, b = b, a
         out = dict(a)
         new_key = False
-        for k, v in b.items():
+        for k, v in b.items() - a.items():
             mine = out.get(k)
             if mine is None:
                 out[k] = v
                 new_key = True
-            elif mine != v:
+            else:
                 out[k] = iv.union(mine, v)
-        big = self if a is self._map else other
-        return GtidSet._new(out, None if new_key else big._keys)
+        return GtidSet._new(out, None if new_key else self._keys)
 
     def __and__(self, other: GtidSet) -> GtidSet:
         if not isinstance(other, GtidSet):
             return NotImplemented
         a, b = self._map, other._map
-        if len(a) > len(b):
-            a, b = b, a
-        out = {}
-        for k, v in a.items():
+        if a.items() <= b.items():
+            return self
+        if b.items() <= a.items():
+            return other
+        out = dict(a.items() & b.items())
+        for k, v in a.items() - b.items():
             theirs = b.get(k)
             if theirs is not None:
                 r = iv.intersection(v, theirs)
@@ -229,34 +232,31 @@ class GtidSet:
     def __sub__(self, other: GtidSet) -> GtidSet:
         if not isinstance(other, GtidSet):
             return NotImplemented
-        b = other._map
-        if not b or not self._map:
+        a, b = self._map, other._map
+        if not b or not a:
             return self
-        out = {}
-        changed = False
-        for k, v in self._map.items():
+        out = dict(a.items() - b.items())  # blocks identical in b vanish
+        for k, v in list(out.items()):
             theirs = b.get(k)
-            if theirs is None:
-                out[k] = v
-                continue
-            r = iv.difference(v, theirs)
-            if r:
-                out[k] = r
-                if r is not v:
-                    changed = True
-            else:
-                changed = True
-        if not changed:
+            if theirs is not None:
+                r = iv.difference(v, theirs)
+                if r:
+                    out[k] = r
+                else:
+                    del out[k]
+        if out == a:
             return self
         return GtidSet._new(out)
 
     def __le__(self, other: GtidSet) -> bool:
         if not isinstance(other, GtidSet):
             return NotImplemented
-        b = other._map
-        if len(self._map) > len(b):
+        a, b = self._map, other._map
+        if a.items() <= b.items():
+            return True
+        if len(a) > len(b):
             return False
-        for k, v in self._map.items():
+        for k, v in a.items() - b.items():
             theirs = b.get(k)
             if theirs is None or not iv.is_subset(v, theirs):
                 return False

@@ -218,6 +218,8 @@ class SparkSettings(_Frozen):
     app_name: str = "gtid-audit"
     conf: dict[str, str] = Field(default_factory=dict)
     delta_writer: Literal["auto", "delta-rs", "delta-spark"] = "auto"
+    #: Spark's own log level for a session the job creates (spark-submit's settings win).
+    log_level: Literal["ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"] = "ERROR"
 
     @field_validator("conf", mode="before")
     @classmethod

@@ -40,7 +40,28 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
     out.append(f"{counts['critical']} critical, {counts['warning']} warning, {counts['info']} info finding(s) open")
     out.append("=" * min(width, 100))
     wrap = textwrap.TextWrapper(width=width, initial_indent="    ", subsequent_indent="    ")
+    # a check without GTID evidence that fires on several servers is one problem, told once
+    by_check: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for f in shown:
+        if not f.get("gtid_set") and not f.get("source"):
+            by_check.setdefault((f["severity"], f["check_id"]), []).append(f)
+    grouped = {key for key, rows in by_check.items() if len(rows) > 2}
+    told: set[tuple[str, str]] = set()
+    for f in shown:
+        key = (f["severity"], f["check_id"])
+        if key in grouped and not f.get("gtid_set") and not f.get("source"):
+            if key in told:
+                continue
+            told.add(key)
+            rows = by_check[key]
+            out.append(f"{_MARK[f['severity']]} {f['check_id']} on {len(rows)} servers: "
+                       + ", ".join(r["server"] for r in rows))
+            out.append(f"    e.g. {f['detail']}" if f.get("detail") else f"    {f['title']}")
+            remediation = (f.get("remediation") or "").strip().splitlines()
+            if remediation:
+                out.append(f"    what to do: {remediation[0]}")
+            out.append("")
+            continue
         where = f["server"]
         if f.get("source"):
             where += f" <- {f['source']}"

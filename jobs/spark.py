@@ -49,12 +49,20 @@ def build_session(settings: SparkSettings | None = None):
         return active
     settings = settings or SparkSettings()
     builder = SparkSession.builder.appName(settings.app_name)
-    master = settings.master or os.environ.get("MASTER")
+    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM
+    master = settings.master or os.environ.get("MASTER") or (None if under_spark_submit else "local[*]")
     if master:
         builder = builder.master(master)
-        if master.startswith("local"):
-            # local workers must run this interpreter (the one with gtid-audit installed)
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master and master.startswith("local"):
+        # local workers must run this interpreter (the one with gtid-audit installed), and a
+        # laptop or CI run has no use for the web UI
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.config("spark.ui.enabled", "false")
+        # stage progress bars on a terminal only; logs and CI stay quiet
+        builder = builder.config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    if not under_spark_submit:
+        session.sparkContext.setLogLevel(settings.log_level)
+    return session

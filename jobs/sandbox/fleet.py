@@ -446,16 +446,24 @@ class Fleet:
     def write_audit_config(self, path: "str | os.PathLike", warehouse: str = "./warehouse",
                            extra_servers: "list[dict[str, Any]] | tuple" = (),
                            connect_timeout_s: int = 5) -> Path:
-        """Write the auditor's YAML config: every server, user ``audit``, password by file."""
+        """Write the auditor's YAML config: every server, user ``audit``, password by file.
+
+        ``extra_servers`` adds entries (an address that refuses connections); an entry named
+        like a fleet server overrides that server's entry key by key (a wrong password)."""
         self._write_password_file()
         servers = [{"name": name, "host": server.host, "port": server.port, "cluster": self.cluster_of(name)}
                    for name, server in self.servers.items()]
-        names = {s["name"] for s in servers}
+        index = {s["name"]: i for i, s in enumerate(servers)}
+        extra_names: set[str] = set()
         for extra in extra_servers:
-            if extra["name"] in names:
-                raise FleetError(f"extra server name {extra['name']!r} is already in the fleet")
-            names.add(extra["name"])
-            servers.append(dict(extra))
+            name = extra["name"]
+            if name in extra_names:
+                raise FleetError(f"extra server name {name!r} is given twice")
+            extra_names.add(name)
+            if name in index:  # overrides a fleet server's entry (e.g. a wrong password)
+                servers[index[name]] = {**servers[index[name]], **extra}
+            else:
+                servers.append(dict(extra))
         config = {
             "warehouse": str(warehouse),
             "defaults": {"user": AUDIT_USER, "password_file": str(self.audit_password_file),

@@ -599,16 +599,21 @@ def inject_demo_faults(fleet: Fleet) -> list[ScenarioResult]:
 
     orders-r2 gets an untagged errant transaction, billing-r1 a tagged one; orders-r3 is left
     stopped while its source orders-r1 purges what it still needs; billing-r1's ``orders``
-    channel ends inside a transaction; plus an address that refuses connections and an entry
-    with a wrong password.
+    channel ends inside a transaction; a standalone server ``legacy`` runs with gtid_mode=OFF;
+    plus an address that refuses connections and a running server (``billing-archive``) whose
+    config entry has a wrong password.
     """
+    fleet.add_server({"name": "billing-archive", "cluster": "billing"})
     return [
         errant_transaction(fleet, "orders-r2"),
         errant_transaction(fleet, "billing-r1", tag="hotfix", channel="billing"),
         purged_binary_logs(fleet, "orders-r3"),
         relay_log_ends_inside_transaction(fleet, "billing-r1", channel="orders"),
+        gtid_off_server(fleet, "legacy", cluster="legacy"),
         refused_address("orders-ghost", cluster="orders"),
-        wrong_password(fleet, "billing-src"),
+        # the config entry of a real, running server carries a wrong password: it replaces the
+        # server's own entry (a server listed twice under two names would be a config error)
+        wrong_password(fleet, "billing-archive", name="billing-archive"),
     ]
 
 

@@ -213,6 +213,10 @@ class SandboxServer:
             self._proc.poll()
         self.pid = None
         self._proc = None
+        socket_dir = Path(self.socket).parent
+        if socket_dir != self.dir:           # the short directory made for a long path
+            with contextlib.suppress(OSError):
+                socket_dir.rmdir()
 
     def kill(self) -> None:
         """SIGKILL exactly our pid (a crash, for scenarios)."""

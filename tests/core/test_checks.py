@@ -208,6 +208,142 @@ def test_source_scan_finds_no_log():
     assert f.gtid_set == G(f"{S}:201-300")
 
 
+# ---------------------------------------------------------------- replica_near_purge_horizon
+
+# Three binary logs: b.000005 holds S:101-200 and t1:1-3, b.000006 S:201-250, b.000007 (active) S:251-300 t1:4-5.
+HORIZON_LOGS = [("b.000005", f"{S}:1-100"), ("b.000006", f"{S}:1-200:t1:1-3"), ("b.000007", f"{S}:1-250:t1:1-3")]
+
+
+def horizon_source(**kw):
+    """A 9.7 source that purged S:1-100 and keeps three binary logs (HORIZON_LOGS)."""
+    kw.setdefault("purged", f"{S}:1-100")
+    kw.setdefault("logs", HORIZON_LOGS)
+    return server("src", S, version="9.7.4", executed=f"{S}:1-300:t1:1-5", **kw)
+
+
+def stopped(executed, retrieved=""):
+    """The replica (rep) holding ``executed`` and its channel with the receiver and applier stopped."""
+    return server("rep", R, version="9.7.4", executed=executed), channel(retrieved, executed, io="No", sql="No")
+
+
+def test_near_purge_horizon_stopped_replica_needs_oldest_file():
+    """A stopped replica at S:150 / t1:2: the source would start at its oldest file b.000005, whose S:151-200 and
+    t1:3 the replica lacks -> warning with exactly those GTIDs, margin 0, and the reconnect is not refused yet."""
+    rep, ch = stopped(f"{S}:1-150:t1:1-2", retrieved=f"{S}:120-150")
+    findings = pair(rep, ch, horizon_source())
+    f = one(findings, "replica_near_purge_horizon")
+    assert f.severity is Severity.WARNING
+    assert f.gtid_set == G(f"{S}:151-200:t1:3") and f.gtid_count == 51
+    assert f.evidence["start_file"] == "b.000005" and f.evidence["next_binary_log"] == "b.000006"
+    assert f.evidence["binary_log_margin"] == 0 and f.evidence["source_binary_log_count"] == 3
+    assert f.evidence["replica_needs_gtid_set"] == f"{S}:151-300:t1:3-5"
+    assert "b.000005" in f.title and "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS" in f.detail
+    assert ids(findings) == ["replica_near_purge_horizon", "replication_stopped"]
+
+
+def test_near_purge_horizon_registered():
+    """The check is in the registry: pair scope, warning, version 1, predicting ER_MASTER_HAS_PURGED_REQUIRED_GTIDS."""
+    info = CHECKS["replica_near_purge_horizon"]
+    assert (info.scope, info.default_severity, info.version) == ("pair", Severity.WARNING, 1)
+    assert "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS" in info.server_error
+    assert "binlog_expire_logs_seconds" in info.remediation
+
+
+@pytest.mark.parametrize("executed, retrieved", [
+    (f"{S}:1-300:t1:1-5", f"{S}:200-300:t1:1-5"),   # caught up
+    (f"{S}:1-220:t1:1-3", ""),                      # needs S:221-300 / t1:4-5, none of them in b.000005
+    (f"{S}:1-199:t1:1-3", f"{S}:150-200"),          # received everything of b.000005, only applied less
+], ids=["caught_up", "needs_only_newer_files", "retrieved_covers_oldest_file"])
+def test_near_purge_horizon_negative_when_oldest_file_not_needed(executed, retrieved):
+    """A replica that needs nothing from the oldest binary log (caught up, or lacking only GTIDs of newer files,
+    or having retrieved what it has not applied yet) is not near the horizon, even with its receiver stopped."""
+    rep, ch = stopped(executed, retrieved)
+    assert "replica_near_purge_horizon" not in ids(pair(rep, ch, horizon_source()))
+
+
+def test_near_purge_horizon_single_binlog_nothing_needed():
+    """One binary log and a caught-up (stopped) replica: the start file is the oldest only because it is the only one."""
+    src = server("src", S, version="9.7.4", executed=f"{S}:1-40", logs=[("binlog.000001", "")])
+    rep, ch = stopped(f"{S}:1-40")
+    assert "replica_near_purge_horizon" not in ids(pair(rep, ch, src))
+
+
+def test_near_purge_horizon_single_binlog_needed_is_warning():
+    """One binary log, a stopped replica lacking S:31-40 that only that file holds: warning with the whole needed set."""
+    src = server("src", S, version="9.7.4", executed=f"{S}:1-40", purged=f"{S}:1-10",
+                 logs=[("binlog.000003", f"{S}:1-10")])
+    rep, ch = stopped(f"{S}:1-30")
+    f = one(pair(rep, ch, src), "replica_near_purge_horizon")
+    assert f.gtid_set == G(f"{S}:31-40")
+    assert f.evidence["next_binary_log"] is None and f.evidence["binary_log_margin"] == 0
+
+
+def test_near_purge_horizon_single_binlog_running_receiver_is_nothing():
+    """One binary log and a running receiver: what it lacks may be in flight (read order), and the active file
+    cannot be purged before a rotation; no finding."""
+    src = server("src", S, version="9.7.4", executed=f"{S}:1-40", logs=[("binlog.000001", "")])
+    rep = server("rep", R, version="9.7.4", executed=f"{S}:1-30")
+    assert "replica_near_purge_horizon" not in ids(pair(rep, channel(f"{S}:1-35", f"{S}:1-30"), src))
+
+
+def test_near_purge_horizon_running_receiver_multi_binlog_is_reported():
+    """A running receiver that still needs the oldest of several binary logs lags by the whole retention: warning."""
+    rep = server("rep", R, version="9.7.4", executed=f"{S}:1-150:t1:1-3")
+    f = one(pair(rep, channel(f"{S}:100-190:t1:1-3", f"{S}:1-150:t1:1-3", caught_up=False), horizon_source()),
+            "replica_near_purge_horizon")
+    assert f.gtid_set == G(f"{S}:191-200") and f.evidence["receiver_running"] is True
+
+
+def test_near_purge_horizon_silent_when_already_purged():
+    """Already past the horizon (source purged S:1-100, replica at S:90): only source_purged_required_gtids."""
+    rep, ch = stopped(f"{S}:1-90")
+    findings = pair(rep, ch, horizon_source())
+    assert one(findings, "source_purged_required_gtids").gtid_set == G(f"{S}:91-100")
+    assert "replica_near_purge_horizon" not in ids(findings)
+
+
+def test_near_purge_horizon_silent_when_no_file_serves():
+    """No Previous_gtids is a subset (scan refusal, nothing in gtid_purged): only source_purged_required_gtids."""
+    src = horizon_source(purged="", logs=HORIZON_LOGS[1:])
+    rep, ch = stopped(f"{S}:1-150")
+    findings = pair(rep, ch, src)
+    assert one(findings, "source_purged_required_gtids")
+    assert "replica_near_purge_horizon" not in ids(findings)
+
+
+def test_near_purge_horizon_silent_when_replica_has_more_gtids():
+    """A replica the source refuses for having more of its GTIDs is not reported near the horizon too."""
+    rep, ch = stopped(f"{S}:1-150:301-302")
+    findings = pair(rep, ch, horizon_source())
+    assert one(findings, "replica_has_more_gtids").gtid_set == G(f"{S}:301-302")
+    assert "replica_near_purge_horizon" not in ids(findings)
+
+
+def test_near_purge_horizon_silent_on_old_source_skipping_purged():
+    """A 5.6.21 source that streams while skipping purged GTIDs is silent_purged_gap's, not this check's."""
+    src = server("src", S, version="5.6.21-log", executed=f"{S}:1-300", purged=f"{S}:1-100",
+                 logs=[("b.000001", ""), ("b.000002", f"{S}:1-200")])
+    rep, ch = stopped(f"{S}:1-50")
+    findings = pair(rep, ch, src)
+    assert one(findings, "silent_purged_gap")
+    assert "replica_near_purge_horizon" not in ids(findings)
+
+
+@pytest.mark.parametrize("logs", [None, [("b.000005", f"{S}:1-100"), ("b.000006", None), ("b.000007", None)]],
+                         ids=["binary_logs_not_read", "previous_gtids_unknown"])
+def test_near_purge_horizon_unknown_binary_logs_is_nothing(logs):
+    """Without the binary log list or a Previous_gtids the start file is unknown: no finding."""
+    rep, ch = stopped(f"{S}:1-150")
+    assert "replica_near_purge_horizon" not in ids(pair(rep, ch, horizon_source(logs=logs)))
+
+
+def test_near_purge_horizon_silent_without_auto_position():
+    """A channel positioned by file and offset does not reconnect by GTID: no finding."""
+    rep = server("rep", R, version="9.7.4", executed=f"{S}:1-150")
+    ch = channel("", f"{S}:1-150", io="No", sql="No", auto="0")
+    assert "replica_near_purge_horizon" not in ids(pair(rep, ch, horizon_source()))
+
+
 # ---------------------------------------------------------------- errant transactions
 
 def test_errant_whole_set_with_tags_and_attribution():
@@ -531,7 +667,7 @@ def test_every_emitted_check_is_registered():
                 "gtid_purged_jumped", "source_uuid_went_back", "gtid_mode_off",
                 "config_enforce_gtid_consistency_off", "config_auto_position_off", "config_relay_log_recovery_off",
                 "config_sync_binlog", "config_innodb_flush_log_at_trx_commit",
-                "config_parallel_applier_without_commit_order"]:
+                "config_parallel_applier_without_commit_order", "replica_near_purge_horizon"]:
         assert CHECKS[cid].check_id == cid and CHECKS[cid].version >= 1
 
 

@@ -525,3 +525,58 @@ def test_healthy_fleet_with_tagged_gtids_has_no_warning_or_critical(fleet):
     for name, server in fleet.servers.items():
         findings += run_server_checks(server_snapshot(server), previous[name])
     assert serious(findings) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. replica_near_purge_horizon: predicted one purge ahead, then the server's verdict
+
+
+def previous_gtids(server, log_name: str) -> str:
+    """The Previous_gtids event's Info of ``log_name``, as the server lists it."""
+    [info] = [e["Info"] for e in server.query(f"SHOW BINLOG EVENTS IN '{log_name}' LIMIT 3")
+              if e["Event_type"] == "Previous_gtids"]
+    return info
+
+
+def test_near_purge_horizon_comes_true_after_one_more_purge(fleet):
+    """A stopped receiver whose first missing GTID sits in the source's oldest remaining binary log: the warning
+    names exactly the GTIDs of that file the replica lacks (the server's GTID_SUBTRACT of the next file's
+    Previous_gtids and the announced set); after one more PURGE BINARY LOGS the check reports
+    source_purged_required_gtids instead, and START REPLICA is refused with 13114 for exactly those GTIDs."""
+    a, b = fleet.server("a"), fleet.server("b")
+    write(a, 1)
+    fleet.wait_caught_up()
+    b.execute("STOP REPLICA IO_THREAD FOR CHANNEL ''")
+    a.execute("FLUSH BINARY LOGS")
+    holding = a.query("SHOW BINARY LOGS")[-1]["Log_name"]      # gets the first GTIDs b lacks
+    write(a, 2)
+    write(a, 1, tag="atag")
+    a.execute("FLUSH BINARY LOGS")
+    write(a, 1)
+    a.execute("FLUSH BINARY LOGS")
+    a.execute(f"PURGE BINARY LOGS TO '{holding}'")
+    logs = [row["Log_name"] for row in a.query("SHOW BINARY LOGS")]
+    assert logs[0] == holding and len(logs) == 3
+
+    row = status(b)
+    announced = f"{row['Retrieved_Gtid_Set']},{b.gtid_executed()}"
+    in_oldest = server_subtract(a, previous_gtids(a, logs[1]), announced)
+    assert in_oldest.count() == 3                             # 2 untagged + 1 tagged, written to `holding`
+    found = by_check(pair_findings(fleet))
+    [near] = found["replica_near_purge_horizon"]
+    assert near.severity is Severity.WARNING and near.gtid_set == in_oldest
+    assert (near.evidence["start_file"], near.evidence["next_binary_log"], near.evidence["binary_log_margin"]) \
+        == (holding, logs[1], 0)
+    assert set(found) == {"replica_near_purge_horizon", "replication_stopped"}
+    assert "replica_near_purge_horizon" not in by_check(pair_findings(fleet, channel="from_c"))  # caught up
+
+    a.execute(f"PURGE BINARY LOGS TO '{logs[1]}'")               # the purge the warning was about
+    after = by_check(pair_findings(fleet))
+    assert "replica_near_purge_horizon" not in after
+    [purged] = after["source_purged_required_gtids"]
+    assert purged.gtid_set == near.gtid_set
+
+    refused = receiver_error(b)
+    assert refused["Last_IO_Errno"] == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+    assert "purged required binary logs" in refused["Last_IO_Error"]
+    assert GtidSet.parse(MISSING_RE.search(refused["Last_IO_Error"]).group(1)) == near.gtid_set

@@ -29,6 +29,7 @@ VALID = [
     ("tags-lowercased-untagged-first", f"{U}:Tag_1:1-5,{U}:1-2:TAG_1:7", f"{U}:1-2:tag_1:1-5:7"),
     ("leading-zeros-decimal", f"{U}:010", f"{U}:10"),
     ("many-leading-zeros", f"{U}:000000000000000000000000001", f"{U}:1"),
+    ("thousands-of-leading-zeros", f"{U}:{'0' * 5000}5", f"{U}:5"),
     ("max-gno", f"{U}:{MAX}", f"{U}:{MAX}"),
     ("max-range", f"{U}:1-{MAX}", f"{U}:1-{MAX}"),
     ("whitespace-around-tokens", f"{U}: 1 - 5 : 7", f"{U}:1-5:7"),
@@ -55,6 +56,8 @@ INVALID = [
     ("gno-2^63-1", f"{U}:9223372036854775807"),
     ("end-2^63-1", f"{U}:1-9223372036854775807"),
     ("beyond-uint64", f"{U}:99999999999999999999999"),
+    ("5000-digits", f"{U}:{'9' * 5000}"),
+    ("5000-digit-end", f"{U}:1-{'9' * 5000}"),
     ("dangling-dash", f"{U}:1-"),
     ("dangling-colon", f"{U}:1:"),
     ("colon-only", f"{U}:"),
@@ -103,11 +106,13 @@ def test_parse_valid_prints_server_canonical_text(text, canonical):
 
 @pytest.mark.parametrize("text", [c[1] for c in INVALID], ids=[c[0] for c in INVALID])
 def test_parse_invalid_raises_and_quotes_text(text):
-    """Each text the server rejects (error 1772) raises GtidParseError quoting it and the offset."""
+    """Each text the server rejects (error 1772) raises GtidParseError quoting it (its first 200
+    characters when longer) and the offset; the whole text is kept on the exception."""
     with pytest.raises(GtidParseError) as info:
         GtidSet.parse(text)
     message = str(info.value)
-    assert repr(text) in message
+    assert repr(text[:200]) in message
+    assert info.value.text == text
     assert f"at offset {info.value.offset}" in message
     assert 0 <= info.value.offset <= len(text)
 

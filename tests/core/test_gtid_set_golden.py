@@ -1,14 +1,15 @@
 """Replays tests/data/gtid_golden.json (inputs and the answers of a real MySQL 9.7.4 server,
-captured with ``python -m tests.core.gtid_oracle``) without a server."""
+captured with ``python -m tests.core.test_gtid_set_mysql --port N``) without a server."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gtid_core.errors import GtidParseError
 from gtid_core.gtid_set import GtidSet
-from tests.core.gtid_oracle import GOLDEN_PATH
+GOLDEN_PATH = Path(__file__).resolve().parents[1] / "data" / "gtid_golden.json"
 
 DOC = json.loads(GOLDEN_PATH.read_text())
 CASES = DOC["cases"]

@@ -1,23 +1,130 @@
 """Differential test: GtidSet against a real MySQL 9.7 server's GTID_SUBTRACT / GTID_SUBSET.
 
-Thousands of seeded cases are answered by the server in one batched SELECT over a temporary table
-(see tests/core/gtid_oracle.py); every answer must match GtidSet exactly (canonical text of each
-side, both differences, both subset tests, union, intersection). Texts that may be malformed are
-asked one statement each and must be accepted or rejected exactly as the server does.
+Thousands of seeded cases are answered by the server a few hundred at a time, each query a SELECT
+over a ``VALUES`` table constructor (no table, no write); every answer must match GtidSet exactly
+(canonical text of each side, both differences, both subset tests, union, intersection). Texts
+that may be malformed are asked one statement each (one malformed input fails a whole statement)
+and must be accepted or rejected exactly as the server does.
+
+Run as a script to (re)capture the golden file replayed by test_gtid_set_golden.py::
+
+    python -m tests.core.test_gtid_set_mysql --port 3306 [--host 127.0.0.1] [--user root]
 """
 from __future__ import annotations
 
+import argparse
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 from gtid_core.errors import GtidParseError
 from gtid_core.gtid_set import GtidSet
-from tests.core.gtid_oracle import GOLDEN_PATH, server_canonical, server_pairs
 from tests.strategies import random_gtid_text, random_invalid_text
 
 pytestmark = pytest.mark.mysql
+
+GOLDEN_PATH = Path(__file__).resolve().parents[1] / "data" / "gtid_golden.json"
+ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
+
+_COLUMNS = (
+    "canon_a",   # GTID_SUBTRACT(a, '')                       canonical text of a
+    "canon_b",
+    "a_minus_b",  # GTID_SUBTRACT(a, b)
+    "b_minus_a",
+    "a_sub_b",    # GTID_SUBSET(a, b)
+    "b_sub_a",
+    "union",      # GTID_SUBTRACT(CONCAT(a, ',', b), '')
+    "inter",      # GTID_SUBTRACT(a, GTID_SUBTRACT(a, b))
+)
+
+
+def _text(value) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    return value
+
+
+def server_pairs(conn, pairs: list[tuple[str, str]], chunk: int = 400) -> list[dict]:
+    """The server's answers for valid text pairs ``(a, b)``: one dict per pair, keys
+    ``_COLUMNS``, in input order. Each query answers ``chunk`` pairs from a ``VALUES`` table
+    constructor (no table, no write, works for a read-only user)."""
+    cur = conn.cursor()
+    out = []
+    for lo in range(0, len(pairs), chunk):
+        part = pairs[lo:lo + chunk]
+        rows = ", ".join(["ROW(%s, %s, %s)"] * len(part))
+        params = [v for i, (a, b) in enumerate(part) for v in (lo + i, a, b)]
+        cur.execute(
+            "SELECT id, GTID_SUBTRACT(a, ''), GTID_SUBTRACT(b, ''), GTID_SUBTRACT(a, b), "
+            "GTID_SUBTRACT(b, a), GTID_SUBSET(a, b), GTID_SUBSET(b, a), "
+            "GTID_SUBTRACT(CONCAT(a, ',', b), ''), GTID_SUBTRACT(a, GTID_SUBTRACT(a, b)) "
+            f"FROM (VALUES {rows}) AS t (id, a, b) ORDER BY id", params)
+        for row in cur.fetchall():
+            values = [_text(v) if not isinstance(v, int) else bool(v) for v in row[1:]]
+            out.append(dict(zip(_COLUMNS, values)))
+    cur.close()
+    return out
+
+
+def server_canonical(conn, text: str) -> tuple[str | None, str | None]:
+    """``(canonical, None)`` when the server accepts ``text``, ``(None, message)`` when it
+    rejects it with ER_MALFORMED_GTID_SET_SPECIFICATION."""
+    import mysql.connector
+
+    cur = conn.cursor()
+    try:
+        cur.execute("SELECT GTID_SUBTRACT(%s, '')", (text,))
+        return _text(cur.fetchone()[0]), None
+    except mysql.connector.Error as exc:
+        if exc.errno != ER_MALFORMED_GTID_SET_SPECIFICATION:
+            raise
+        return None, exc.msg
+    finally:
+        cur.close()
+
+
+U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+#: Hand-picked inputs for the golden file: each documents one rule of the server's grammar.
+CURATED = [
+    "", " ", ",", "\r,, ,\t", f"{U}", f"{U} ,", f"{U}:tag", f"{U}:1:tag", f"{U}:a:b:1",
+    f"{U}:1-5:7:9-10,{U.upper()}:6", f"{U}:Tag_1:1-5,{U}:1-2:TAG_1:7", f"{U}:5-3", f"{U}:5-0",
+    f"{U}:1-00", f"{U}:010", f"{U}:000000000000000000000000001", f"{U}:9223372036854775806",
+    f"{U}:1-9223372036854775806", f"{U}: 1 - 5 : 7", f"\f\f\n{U}\t \t:\n1\r",
+    f"{U} :a :1", f"{U}:_:1", f"{U}:_1:1", f"{U}:{'a' * 32}:1",
+    f"{U.replace('-', '')}:1", f"{U.upper().replace('-', '')}:1", f"{{{U}}}:1",
+    f"{{{U.upper()}}}:1", f",,{U}:1,,,{U}:3,,", f"{U}:1,{U}",
+    # rejected
+    f"{U}:0", f"{U}:0-5", f"{U}:00", f"{U}:9223372036854775807", f"{U}:1-9223372036854775807",
+    f"{U}:99999999999999999999999", f"{U}:1-", f"{U}:1:", f"{U}:", f"{U}::1", f"{U}:1-2::3",
+    f"{U}:1;", f"{U}:1 2", f"{U}:1a", f"{U}:a-1", f"{U}:-1", f"{U}:+5", f"{U}:1-+7", f"{U}:5--1",
+    f"{U}:0x10", f"{U}:1-0x", f"{U}:{'a' * 33}:1", f"{U}:1:{'a' * 33}", f"{U}:abc def:1",
+    f"{U}:ä:1", f"{U}:1\u00a0", f"{U}:1\x00", "\x00", f"{U}:1,:1", f"{U}:1,x",
+    f"{U[:-1]}:1", f"{U}3:1", f"{U}}}:1", f"{{{U}:1", f"{{ {U} }}:1",
+    f"{{{U.replace('-', '')}}}:1", f"{U[:13]}{U[14:]}:1", f"{U.replace('-', '')[:16]}-{U[19:]}:1",
+    "1-2", "tag:1", ":1", "-1", ".", f"{U}:1:ANONYMOUS", f"+{U}:1", "ANONYMOUS",
+]
+
+
+def capture_golden(conn, seed: int = 20261122, generated: int = 120) -> list[dict]:
+    """Records ``{"input", "canonical"}`` or ``{"input", "error"}`` for the curated inputs and
+    for seeded generated ones (valid and corrupted)."""
+    rng = random.Random(seed)
+    inputs = list(CURATED)
+    inputs += [random_gtid_text(rng) for _ in range(generated)]
+    inputs += [random_invalid_text(rng) for _ in range(generated // 2)]
+    records = []
+    for text in inputs:
+        canonical, error = server_canonical(conn, text)
+        rec = {"input": text}
+        if error is None:
+            rec["canonical"] = canonical
+        else:
+            rec["error"] = error
+        records.append(rec)
+    return records
+
 
 SEED = 97
 
@@ -109,3 +216,33 @@ def test_golden_file_still_matches_server(conn):
         if case.get("canonical") != canonical or ("error" in case) != (error is not None):
             problems.append(f"{case!r}: server now says {canonical!r}/{error!r}")
     assert not problems, "\n".join(problems[:10])
+
+
+def main(argv=None) -> int:
+    import mysql.connector
+
+    ap = argparse.ArgumentParser(description="Capture tests/data/gtid_golden.json from a server")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--user", default="root")
+    ap.add_argument("--out", type=Path, default=GOLDEN_PATH)
+    args = ap.parse_args(argv)
+    conn = mysql.connector.connect(host=args.host, port=args.port, user=args.user)
+    cur = conn.cursor()
+    cur.execute("SELECT @@version")
+    version = cur.fetchone()[0]
+    records = capture_golden(conn)
+    conn.close()
+    doc = {
+        "server_version": version,
+        "how": "SELECT GTID_SUBTRACT(input, '') on a real server; error = its message "
+               "(ER_MALFORMED_GTID_SET_SPECIFICATION). Regenerate: python -m tests.core.test_gtid_set_mysql --port N",
+        "cases": records,
+    }
+    args.out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {len(records)} cases from MySQL {version} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

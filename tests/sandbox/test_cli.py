@@ -57,10 +57,12 @@ def test_up_with_faults_then_down(tmp_path):
         assert fleet.server("billing-r1").query_value(
             "SELECT QUEUEING_TRANSACTION FROM performance_schema.replication_connection_status "
             "WHERE CHANNEL_NAME = 'orders'") != ""
-        servers = {s["name"] for s in yaml.safe_load(config.read_text())["servers"]}
-        assert {"orders-ghost", "billing-src-wrong-password", "orders-r3"} <= servers
+        entries = {s["name"]: s for s in yaml.safe_load(config.read_text())["servers"]}
+        assert {"orders-ghost", "billing-archive", "legacy", "orders-r3"} <= set(entries)
+        assert entries["billing-archive"]["password_file"].endswith("billing-archive.password")
+        assert fleet.server("legacy").query_value("SELECT @@GLOBAL.gtid_mode") == "OFF"
         status = sandbox("status", "--workdir", str(workdir))
-        assert status.returncode == 0 and status.stdout.count("running") == 6
+        assert status.returncode == 0 and status.stdout.count("running") == 8
     finally:
         down = sandbox("down", "--workdir", str(workdir))
     assert down.returncode == 0, down.stderr
