@@ -38,7 +38,17 @@ from operator import ge, gt
 from gtid_core._intervals import format_intervals, normalize, union
 from gtid_core.errors import GtidParseError
 
-__all__ = ["MAX_GNO", "parse_text", "scan", "normalize_uuid", "normalize_tag", "format_set"]
+__all__ = [
+    "MAX_GNO",
+    "parse_text",
+    "parse_raw",
+    "convert_blocks",
+    "block_intervals",
+    "scan",
+    "normalize_uuid",
+    "normalize_tag",
+    "format_set",
+]
 
 #: Largest gno the server accepts (``GNO_END - 1`` = 2^63 - 2).
 MAX_GNO = (1 << 63) - 2
@@ -59,6 +69,11 @@ _TEXT_RE = re.compile(rf"{_SEPS}(?:{_UUID_SET}(?:{_W},{_SEPS}{_UUID_SET})*+)?{_S
 # items): parsed in bulk by _parse_bulk.
 _BULK_ELEMENT = rf"(?::(?:{_TAG}|[0-9]++(?:-[0-9]++)?+))*+"
 _BULK_RE = re.compile(rf"{_DASHED}{_BULK_ELEMENT}(?:,\n?{_DASHED}{_BULK_ELEMENT})*+")
+# The same shape with every number in 1 .. 10^18-1 written without leading zeros: parse_raw
+# accepts it without converting numbers (certainly in range, certainly JSON numbers).
+_RAW_NUMBER = r"[1-9][0-9]{0,17}+(?![0-9])"
+_RAW_ELEMENT = rf"(?::(?:{_TAG}|{_RAW_NUMBER}(?:-{_RAW_NUMBER})?+))*+"
+_RAW_RE = re.compile(rf"{_DASHED}{_RAW_ELEMENT}(?:,\n?{_DASHED}{_RAW_ELEMENT})*+")
 _BULK_TAGGED_RE = re.compile(r":[a-z_]")
 _BULK_TAG_SPLIT_RE = re.compile(r":([a-z_][a-z0-9_]*)(?=:|$)")
 _scan_json = json.JSONDecoder().scan_once  # the C scanner, without decode()'s whitespace regexes
@@ -209,30 +224,45 @@ def _parse_bulk(text: str) -> dict | None:
     another shape (or a number the checks must reject: the general path then says where)."""
     if _BULK_RE.fullmatch(text) is None:
         return None
+    keys, rests = _split_blocks(text)
+    return convert_blocks(keys, rests)
+
+
+def _split_blocks(text: str) -> tuple[list, list[str]]:
+    """``(uuid, tag)`` keys and the interval text of each block (``"1-5:7"``) of text already
+    matched by ``_BULK_RE`` or ``_RAW_RE``, lowercased, in text order (a key may repeat)."""
     t = text.lower()
     if "\n" in t:
         t = t.replace(",\n", ",")
     items = t.split(",")
     if _BULK_TAGGED_RE.search(t) is None:
         items = [it for it in items if len(it) > 37]
-        keys = list(zip([it[:36] for it in items], repeat("")))
-        rests = [it[37:] for it in items]
-    else:
-        keys = []
-        rests = []
-        for it in items:
-            if len(it) <= 37:
-                continue
-            uuid = it[:36]
-            pieces = _BULK_TAG_SPLIT_RE.split(it[36:])
-            if pieces[0]:
-                keys.append((uuid, ""))
-                rests.append(pieces[0][1:])
-            for k in range(1, len(pieces), 2):
-                chunk = pieces[k + 1]
-                if chunk:
-                    keys.append((uuid, pieces[k]))
-                    rests.append(chunk[1:])
+        return list(zip([it[:36] for it in items], repeat(""))), [it[37:] for it in items]
+    keys = []
+    rests = []
+    for it in items:
+        if len(it) <= 37:
+            continue
+        uuid = it[:36]
+        pieces = _BULK_TAG_SPLIT_RE.split(it[36:])
+        if pieces[0]:
+            keys.append((uuid, ""))
+            rests.append(pieces[0][1:])
+        for k in range(1, len(pieces), 2):
+            chunk = pieces[k + 1]
+            if chunk:
+                keys.append((uuid, pieces[k]))
+                rests.append(chunk[1:])
+    return keys, rests
+
+
+def convert_blocks(keys: list, rests: list[str]) -> dict | None:
+    """``{key: canonical flat tuple}`` from blocks of interval text (``"1-5:7:9-10"``, decimal
+    numbers without whitespace), all numbers converted by one call of the C JSON scanner.
+
+    Repeated keys are merged and empty results dropped. None when a number has leading zeros (not
+    JSON) or is out of range: the caller then takes a path that reports or accepts it.
+    """
     if not rests:
         return {}
     big = ":".join(rests)
@@ -291,6 +321,37 @@ def _parse_bulk(text: str) -> dict | None:
             mine = out.get(key)
             out[key] = f if mine is None else union(mine, f)
     return out
+
+
+def parse_raw(text: str) -> dict | None:
+    """``{(uuid, tag): interval text}`` without converting a number, for text in the shape
+    servers print whose every number is written without leading zeros in at most 18 digits (so
+    certainly in range: 1 <= n < 10^18 < 2^63-2); None for any other text.
+
+    The text is fully validated (``_RAW_RE``), so a set built from it is valid: converting a
+    block later cannot fail. The interval text of a (uuid, tag) given in several places is joined
+    with ":", which the server reads as the union. Equal interval texts of one key always denote
+    equal sets (a text determines its set), which is what lets operations skip them unread.
+    """
+    if not text or _RAW_RE.fullmatch(text) is None:
+        return None
+    keys, rests = _split_blocks(text)
+    raw = dict(zip(keys, rests))
+    if len(raw) != len(keys):
+        raw = {}
+        for key, r in zip(keys, rests):
+            mine = raw.get(key)
+            raw[key] = r if mine is None else mine + ":" + r
+    return raw
+
+
+def block_intervals(rest: str) -> tuple:
+    """Canonical flat tuple of one block of interval text accepted by :func:`parse_raw` (or a
+    run of whole intervals cut from one)."""
+    out = convert_blocks([None], [rest])
+    if out is None:  # parse_raw's checks exclude it: a bug, not bad input
+        raise AssertionError(f"interval text {_quote(rest)} passed parse_raw but not conversion")
+    return out.get(None, ())
 
 
 def scan(text: str) -> dict:

@@ -156,6 +156,22 @@ def difference(a: tuple, b: tuple) -> tuple:
         head = a[:i] + ((s,) if i & 1 else ())
         tail = ((e,) if j & 1 else ()) + a[j:]
         return head + tail
+    if len(a) * 8 < len(b):
+        # Few intervals against many: per interval [s, e) of a, binary searches find the
+        # boundaries of b inside it; s is kept when outside b (an even number of boundaries of b
+        # at or before it), e likewise (an even number before it).
+        out = []
+        for i in range(0, len(a), 2):
+            s = a[i]
+            e = a[i + 1]
+            lo = bisect_right(b, s)
+            hi = bisect_left(b, e, lo)
+            if not lo & 1:
+                out.append(s)
+            out.extend(b[lo:hi])
+            if not hi & 1:
+                out.append(e)
+        return tuple(out)
     # One pass with iterators (cheaper than indexing): for each interval [s, e) of a, skip the
     # intervals of b that end before s, then cut out those that start before e. An exhausted b
     # reads as one interval beyond every gno.

@@ -9,6 +9,11 @@ a real server (``tests/core/test_gtid_set_mysql.py``) keeps both honest.
 Representation: per ``(uuid, tag)`` one flat tuple of half-open boundaries
 ``(start1, end1, start2, end2, ...)`` with ``end = last gno + 1`` — the layout of the server's
 ``Gtid_set::Interval`` list — so every operation is a linear merge over flat integers.
+
+Text in the shape servers print is read lazily: :meth:`GtidSet.parse` validates all of it (so
+every error is still raised by ``parse``) but keeps each block's interval text unconverted, and
+converts numbers only when they are needed. ``-`` and ``<=`` between two such sets compare the
+texts first (see :func:`_raw_difference`, :func:`_raw_is_subset`), and convert only what differs.
 """
 from __future__ import annotations
 
@@ -17,9 +22,12 @@ from collections.abc import Iterable, Iterator
 from gtid_core import _intervals as iv
 from gtid_core._gtid_text import (
     MAX_GNO,
+    block_intervals,
+    convert_blocks,
     format_set,
     normalize_tag,
     normalize_uuid,
+    parse_raw,
     parse_text,
 )
 from gtid_core.errors import GtidParseError
@@ -60,7 +68,7 @@ class GtidSet:
     ``(uuid, tag, first, last)`` in the server's canonical order, ``tag`` None when untagged.
     """
 
-    __slots__ = ("_map", "_keys", "_hash", "_text")
+    __slots__ = ("_blocks", "_raw", "_keys", "_hash", "_text")
 
     #: The empty set (the server prints it as '').
     EMPTY: GtidSet
@@ -69,13 +77,28 @@ class GtidSet:
         return cls.parse(text)
 
     @classmethod
-    def _new(cls, mapping: dict, keys: tuple | None = None) -> GtidSet:
+    def _new(cls, mapping: dict | None, keys: tuple | None = None, raw: dict | None = None
+             ) -> GtidSet:
+        """A set from ``{(uuid, tag): canonical flat tuple}``, or, with ``mapping`` None, from
+        ``raw`` (``{(uuid, tag): interval text}`` from :func:`parse_raw`), converted on demand."""
         self = object.__new__(cls)
-        object.__setattr__(self, "_map", mapping)
+        object.__setattr__(self, "_blocks", mapping)
+        object.__setattr__(self, "_raw", raw)
         object.__setattr__(self, "_keys", keys)
         object.__setattr__(self, "_hash", None)
         object.__setattr__(self, "_text", None)
         return self
+
+    @property
+    def _map(self) -> dict:
+        """``{(uuid, tag): canonical flat tuple}``, converted from the raw text on first use."""
+        m = self._blocks
+        if m is None:
+            m = convert_blocks(list(self._raw), list(self._raw.values()))
+            if m is None:  # parse_raw's checks exclude it: a bug, not bad input
+                raise AssertionError(f"raw GTID blocks {self._raw!r} failed to convert")
+            object.__setattr__(self, "_blocks", m)
+        return m
 
     def __setattr__(self, name, value):
         raise AttributeError(f"GtidSet is immutable (cannot set {name!r})")
@@ -101,6 +124,9 @@ class GtidSet:
                 raise GtidParseError(f"GTID set {bytes(text)!r} is not UTF-8 text") from None
         elif not isinstance(text, str):
             raise TypeError(f"GtidSet.parse expects str, got {type(text).__name__}: {text!r}")
+        raw = parse_raw(text)
+        if raw is not None:
+            return cls._new(None, raw=raw)
         return cls._new(parse_text(text))
 
     @classmethod
@@ -232,6 +258,8 @@ class GtidSet:
     def __sub__(self, other: GtidSet) -> GtidSet:
         if not isinstance(other, GtidSet):
             return NotImplemented
+        if self._raw is not None and other._raw is not None:
+            return GtidSet._new(_raw_difference(self._raw, other._raw))
         a, b = self._map, other._map
         if not b or not a:
             return self
@@ -251,6 +279,8 @@ class GtidSet:
     def __le__(self, other: GtidSet) -> bool:
         if not isinstance(other, GtidSet):
             return NotImplemented
+        if self._raw is not None and other._raw is not None:
+            return _raw_is_subset(self._raw, other._raw)
         a, b = self._map, other._map
         if a.items() <= b.items():
             return True
@@ -351,3 +381,135 @@ class GtidSet:
 
 
 GtidSet.EMPTY = GtidSet._new({}, ())
+
+
+# ---- operations on unconverted text ----------------------------------------------------------
+#
+# Both operands come from parse_raw: ``{(uuid, tag): interval text}``, validated, every number in
+# range. Two facts make the shortcuts exact whatever the text's order or overlaps:
+#   * a text determines its set, so blocks with equal text denote equal sets;
+#   * a block is the union of its intervals, so for blocks written P:X and P:Y (a common run P of
+#     whole intervals, then different tails) S(P:X) - S(P:Y) = (S(X) - S(Y)) - S(P) and
+#     S(P:X) <= S(P:Y) exactly when S(X) - S(Y) <= S(P).
+# A replica's block usually differs from its source's only in the last interval, so X and Y are a
+# few intervals and P is converted once instead of twice (or not at all).
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (C-level slice comparisons,
+    doubling steps then bisection: O(prefix length))."""
+    n = min(len(a), len(b))
+    lo, step = 0, 64
+    while True:
+        hi = min(lo + step, n)
+        if a[lo:hi] != b[lo:hi]:
+            break
+        if hi == n:
+            return n
+        lo = hi
+        step *= 2
+    # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _split_common(a: str, b: str) -> tuple[str, str, str]:
+    """``(P, X, Y)`` with ``a`` = P:X and ``b`` = P:Y, P the longest common run of whole
+    intervals (possibly empty; X or Y empty when ``a`` or ``b`` is P itself)."""
+    k = _common_prefix_length(a, b)
+    if (k == len(a) or a[k] == ":") and (k == len(b) or b[k] == ":"):
+        cut = k
+    else:
+        cut = a.rfind(":", 0, k)  # inside the common prefix, so a ":" in b too
+        if cut < 0:
+            return "", a, b
+    return a[:cut], a[cut + 1:], b[cut + 1:]
+
+
+#: Blocks shorter than this (characters) are converted whole: looking for a common run costs
+#: more than it saves on a few intervals.
+_SHORT_BLOCK = 256
+
+
+def _convert_texts(texts: list[str]) -> list[tuple]:
+    """Canonical flat tuples of interval texts (as kept by :func:`parse_raw`, or whole runs of
+    intervals cut from them; "" is the empty set), all converted in one batch."""
+    idx = [i for i, t in enumerate(texts) if t]
+    if not idx:
+        return [()] * len(texts)
+    m = convert_blocks(idx, [texts[i] for i in idx])
+    if m is None:  # parse_raw's checks exclude it: a bug, not bad input
+        raise AssertionError("interval text accepted by parse_raw failed to convert")
+    return [m.get(i, ()) for i in range(len(texts))]
+
+
+def _differing(a: dict, b: dict) -> list[tuple]:
+    """``(key, x, y, p)`` for every block of ``a`` whose text differs from ``b``'s, such that
+    S(a[key]) - S(b[key]) = (x - y) - S(p) and S(a[key]) <= S(b[key]) exactly when
+    x - y <= S(p): ``p`` is the common run of whole intervals of two long blocks when it is most
+    of them (then only the tails are converted into ``x`` and ``y``), else "" (``x`` and ``y``
+    are then the whole blocks; ``y`` is () when ``b`` lacks the key)."""
+    keys = []
+    pres = []
+    texts = []  # a's (tail) text of every key, then b's
+    theirs_texts = []
+    for key, text in a.items() - b.items():
+        theirs = b.get(key)
+        pre = ""
+        if theirs is None:
+            theirs = ""
+        elif len(text) >= _SHORT_BLOCK:
+            p, x, y = _split_common(text, theirs)
+            if len(p) >= len(x) + len(y):
+                pre, text, theirs = p, x, y
+        keys.append(key)
+        pres.append(pre)
+        texts.append(text)
+        theirs_texts.append(theirs)
+    n = len(keys)
+    flats = _convert_texts(texts + theirs_texts)
+    return [(keys[i], flats[i], flats[n + i], pres[i]) for i in range(n)]
+
+
+def _raw_difference(a: dict, b: dict) -> dict:
+    """``{key: canonical flat tuple}`` of ``a - b`` (``Gtid_set::remove_gtid_set``); equal blocks
+    are dropped unread, common runs of long blocks are converted once."""
+    out = {}
+    cut = []
+    for key, x, y, pre in _differing(a, b):
+        z = iv.difference(x, y)
+        if z:
+            if pre:
+                cut.append((key, z, pre))
+            else:
+                out[key] = z
+    if cut:
+        for (key, z, _), p in zip(cut, _convert_texts([pre for _, _, pre in cut])):
+            r = iv.difference(z, p)
+            if r:
+                out[key] = r
+    return out
+
+
+def _raw_is_subset(a: dict, b: dict) -> bool:
+    """``a <= b`` (``Gtid_set::is_subset``); equal blocks are skipped unread, common runs of long
+    blocks are converted once (and only when the tails leave something to check)."""
+    cut = []
+    for _, x, y, pre in _differing(a, b):
+        if not pre:
+            if not iv.is_subset(x, y):
+                return False
+            continue
+        z = iv.difference(x, y)
+        if z:
+            cut.append((z, pre))
+    if cut:
+        for (z, _), p in zip(cut, _convert_texts([pre for _, pre in cut])):
+            if not iv.is_subset(z, p):
+                return False
+    return True

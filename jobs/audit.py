@@ -89,15 +89,22 @@ class AuditSettings(BaseModel):
 
 
 def load_audit_settings(raw: Mapping[str, Any] | None, source: str = "<config>") -> AuditSettings:
-    """Validate the raw ``audit`` mapping; errors name the file and the key."""
+    """Validate the raw ``audit`` mapping; errors name the file and the key. A silence naming
+    a check id that does not exist is an error, not a silence that never matches."""
     try:
-        return AuditSettings.model_validate(dict(raw or {}))
+        settings = AuditSettings.model_validate(dict(raw or {}))
     except ValidationError as exc:
         problems = "; ".join(f"audit.{'.'.join(map(str, e['loc']))}: {e['msg']} (value {e.get('input')!r})"
                              for e in exc.errors())
         raise AuditError(f"{source}: invalid audit section: {problems}") from None
     except ValueError as exc:  # SilenceError from the silences validator
         raise AuditError(f"{source}: {exc}") from None
+    known = check_catalogue()
+    for i, silence in enumerate(settings.silences):
+        if silence.check is not None and silence.check not in known:
+            raise AuditError(f"{source}: audit.silences[{i}].check: unknown check id {silence.check!r} "
+                             f"(gtid-audit explain lists them: {', '.join(sorted(known))})")
+    return settings
 
 
 def exit_code_for(rows: Iterable[Mapping[str, Any]], fail_on: str) -> int:
@@ -170,7 +177,7 @@ JOB_CHECKS = {c.check_id: c for c in (
 
 def _row(check_id: str, severity: str, *, cluster: str | None, server: str, source: str | None = None,
          channel: str | None = None, title: str, detail: str, gtid_set: str | None = None,
-         gtid_count: int | None = None, remediation: str | None = None, check_version: str = "1",
+         gtid_count: int | None = None, remediation: str | None = None, check_version: int = 1,
          evidence: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return {
         "finding_key": finding_key(check_id, server, source, channel),
@@ -329,7 +336,7 @@ def _finding_to_row(f: Any, cluster: str | None) -> dict[str, Any]:
     return _row(d["check_id"], d["severity"], cluster=cluster, server=d["server"], source=d.get("source"),
                 channel=d.get("channel"), title=d["title"], detail=d["detail"], gtid_set=d.get("gtid_set"),
                 gtid_count=d.get("gtid_count"), remediation=d.get("remediation") or None,
-                check_version=str(d.get("check_version")), evidence=d.get("evidence") or None)
+                check_version=int(d["check_version"]), evidence=d.get("evidence") or None)
 
 
 def _invalid(server: Mapping[str, Any], exc: Exception, *, source: str | None = None,
@@ -584,24 +591,6 @@ def merge_registry(existing: Sequence[Mapping[str, Any]], servers: Sequence[Mapp
     return sorted(out.values(), key=lambda r: r["server_uuid"])
 
 
-def _write_registry(rows: Sequence[Mapping[str, Any]], warehouse: str, storage_options=None) -> None:
-    """Replace the whole uuid_registry in one delta-rs commit (it holds one row per UUID, and
-    write_run_rows only replaces one run's rows)."""
-    from deltalake import CommitProperties, write_deltalake
-
-    from jobs import delta_io
-    from schemas.audit import UUID_REGISTRY
-
-    uri = delta_io.table_uri(warehouse, UUID_REGISTRY.name)
-    existing = delta_io._open_delta_rs(uri, storage_options)
-    if existing is not None:
-        delta_io._check_existing(UUID_REGISTRY, existing)
-    write_deltalake(uri, UUID_REGISTRY.rows_to_arrow(rows), mode="overwrite",
-                    storage_options=dict(storage_options or {}) or None,
-                    commit_properties=CommitProperties(
-                        custom_metadata={"userMetadata": delta_io._commit_marker(UUID_REGISTRY)}))
-
-
 def _dedupe(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per finding_key: the most severe wins; the others' details are appended."""
     best: dict[str, dict[str, Any]] = {}
@@ -669,8 +658,8 @@ def audit_run(spark, config, settings: AuditSettings | None = None, *, run_id: s
     ``config`` is a ``jobs.config.GtidAuditConfig``; ``settings`` defaults to its ``audit``
     section. Idempotent: auditing the same run again replaces that run's rows.
     """
-    from jobs.delta_io import choose_writer, read_table, write_run_rows
-    from schemas.audit import ALERTS, FINDINGS, RUN_SUMMARY
+    from jobs.delta_io import choose_writer, overwrite_table, read_table, write_run_rows
+    from schemas.audit import ALERTS, FINDINGS, RUN_SUMMARY, UUID_REGISTRY
 
     started = time.monotonic()
     settings = settings or load_audit_settings(config.audit, config.source_path or "<config>")
@@ -755,7 +744,8 @@ def audit_run(spark, config, settings: AuditSettings | None = None, *, run_id: s
     alert_rows = [{**{k: e[k] for k in ALERTS.column_names if k in e and k != "labels"},
                    "labels": _json(e["labels"]), "delivered": delivered} for e in events]
     write_run_rows(ALERTS, alert_rows, **common)
-    _write_registry(registry_rows, warehouse, so)
+    overwrite_table(UUID_REGISTRY, registry_rows, warehouse=warehouse, writer=writer, spark=spark,
+                    storage_options=so)
     jsonl = write_jsonl([{**e, "delivered": delivered} for e in events], warehouse, run_date, run_id)
     code = exit_code_for(findings, fail_on)
     if code == 0 and delivery_error:

@@ -34,6 +34,7 @@ __all__ = [
     "DeltaIOError",
     "SchemaMismatchError",
     "TableNotFoundError",
+    "overwrite_table",
     "validate_run_id",
     "table_uri",
     "delta_spark_available",
@@ -196,8 +197,31 @@ def write_run_rows(schema: TableSchema | str, rows: Iterable[Mapping[str, Any]],
     data = schema.rows_to_arrow(rows)
     if data.num_rows and set(data.column("run_id").to_pylist()) != {run_id}:
         raise SchemaError(f"table {schema.name!r}: rows of another run than {run_id!r}")
+    _commit(schema, data, warehouse=warehouse, predicate=f"run_id = '{run_id}'", writer=writer,
+            spark=spark, storage_options=storage_options)
+    log.debug("wrote %d rows to %s (run %s, %s)", data.num_rows, schema.name, run_id, writer)
+    return data.num_rows
+
+
+def overwrite_table(schema: TableSchema | str, rows: Iterable[Mapping[str, Any]], *, warehouse: str,
+                    writer: str = WRITER_DELTA_RS, spark=None,
+                    storage_options: Mapping[str, str] | None = None) -> int:
+    """Replace the whole table by ``rows`` in one atomic Delta commit, for tables that are not
+    per run (``uuid_registry``: one row per server_uuid, merged in memory each run). The same
+    schema checks as ``write_run_rows`` apply. Returns the number of rows written."""
+    if isinstance(schema, str):
+        schema = get_table(schema)
+    data = schema.rows_to_arrow(rows)
+    _commit(schema, data, warehouse=warehouse, predicate=None, writer=writer, spark=spark,
+            storage_options=storage_options)
+    log.debug("replaced %s with %d rows (%s)", schema.name, data.num_rows, writer)
+    return data.num_rows
+
+
+def _commit(schema: TableSchema, data: pa.Table, *, warehouse: str, predicate: str | None, writer: str,
+            spark, storage_options: Mapping[str, str] | None) -> None:
+    """One Delta commit replacing the rows ``predicate`` selects (the whole table when None)."""
     uri = table_uri(warehouse, schema.name)
-    predicate = f"run_id = '{run_id}'"
     if writer == WRITER_DELTA_RS:
         from deltalake import CommitProperties, write_deltalake
 
@@ -216,11 +240,9 @@ def write_run_rows(schema: TableSchema | str, rows: Iterable[Mapping[str, Any]],
         _write_delta_spark(spark, schema, data, uri, predicate)
     else:
         raise ValueError(f"unknown delta writer {writer!r}")
-    log.debug("wrote %d rows to %s (run %s, %s)", data.num_rows, schema.name, run_id, writer)
-    return data.num_rows
 
 
-def _write_delta_spark(spark, schema: TableSchema, data: pa.Table, uri: str, predicate: str) -> None:
+def _write_delta_spark(spark, schema: TableSchema, data: pa.Table, uri: str, predicate: str | None) -> None:
     """delta-spark variant of ``write_run_rows`` (same schema, partitioning and marker)."""
     from delta.tables import DeltaTable as SparkDeltaTable
 
@@ -240,11 +262,10 @@ def _write_delta_spark(spark, schema: TableSchema, data: pa.Table, uri: str, pre
 
         _check_existing(schema, _Shim())
     df = spark.createDataFrame(data, schema=schema.to_spark())
-    (df.write.format("delta").mode("overwrite")
-       .option("replaceWhere", predicate)
-       .option("userMetadata", _commit_marker(schema))
-       .partitionBy(*schema.partition_by)
-       .save(uri))
+    out = df.write.format("delta").mode("overwrite").option("userMetadata", _commit_marker(schema))
+    if predicate is not None:
+        out = out.option("replaceWhere", predicate)
+    out.partitionBy(*schema.partition_by).save(uri)
 
 
 def read_arrow(warehouse: str, name: str, run_id: str | None = None,

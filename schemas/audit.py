@@ -32,7 +32,7 @@ FINDINGS = register(TableSchema(
         C("channel", L.STRING, True, "replication channel for pair checks ('' = default channel)"),
         C("title", L.STRING, False, "one-line statement of the problem"),
         C("detail", L.STRING, False, "what was seen, with the numbers"),
-        C("gtid_set", L.STRING, True, "the GTID set at stake, canonical server text; NULL if none"),
+        C("gtid_set", L.STRING, True, "the GTID set at stake: the server's canonical text on one line (blocks joined by ','); NULL if none"),
         C("gtid_count", L.INT64, True, "transactions in gtid_set; NULL if none or beyond int64"),
         C("first_seen", L.DATE, False, "run_date of the first run in which this finding was open"),
         C("status", L.STRING, False, "'open' or 'resolved' (resolved rows appear once, in the run "
@@ -40,7 +40,7 @@ FINDINGS = register(TableSchema(
         C("silenced", L.BOOL, False, "true if a configured silence mutes it (no alert, no exit code)"),
         C("silence_id", L.STRING, True, "id of the silence that mutes it"),
         C("remediation", L.STRING, True, "what to do about it"),
-        C("check_version", L.STRING, True, "version of the check's logic"),
+        C("check_version", L.INT32, True, "version of the check's logic that produced the row"),
         C("evidence", L.STRING, True, "the sets and values the check compared, JSON object"),
     ),
 ))

@@ -16,7 +16,7 @@ def row(check, server, severity="critical", source=None, channel=None, **kw):
     out = {"finding_key": finding_key(check, server, source, channel), "check_id": check,
            "severity": severity, "cluster": "main", "server": server, "source": source,
            "channel": channel, "title": f"{check} title", "detail": "d", "gtid_set": None,
-           "gtid_count": None, "remediation": "fix it", "check_version": "1", "silenced": False,
+           "gtid_count": None, "remediation": "fix it", "check_version": 1, "silenced": False,
            "silence_id": None, "status": "open", "evidence": None}
     out.update(kw)
     return out

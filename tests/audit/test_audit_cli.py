@@ -19,7 +19,7 @@ def finding(check, server, severity, cluster="orders", status="open", silenced=F
             "check_id": check, "severity": severity, "cluster": cluster, "server": server, "source": "src",
             "channel": "", "title": f"{check} title", "detail": "detail", "gtid_set": gtid_set,
             "gtid_count": None, "first_seen": D, "status": status, "silenced": silenced,
-            "silence_id": "s1" if silenced else None, "remediation": "r", "check_version": "1",
+            "silence_id": "s1" if silenced else None, "remediation": "r", "check_version": 1,
             "evidence": None}
 
 

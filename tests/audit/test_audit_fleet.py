@@ -19,9 +19,12 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 #    │  └─(orders)─> r2 <─(billing)─ bsrc     (multi-source)
 TOPOLOGY = {
     "name": "audit-e2e",
-    "servers": [{"name": "src", "cluster": "orders"}, {"name": "r1", "cluster": "orders"},
-                {"name": "r3", "cluster": "orders"}, {"name": "bsrc", "cluster": "billing"},
-                {"name": "r2", "cluster": "billing"}],
+    # this fleet trades durability for speed (sandbox servers are durable by default), which
+    # gives every server two real config_* findings for the test to silence
+    "servers": [{"name": name, "cluster": cluster,
+                 "options": ["--sync-binlog=0", "--innodb-flush-log-at-trx-commit=2"]}
+                for name, cluster in (("src", "orders"), ("r1", "orders"), ("r3", "orders"),
+                                      ("bsrc", "billing"), ("r2", "billing"))],
     "channels": [{"replica": "r1", "source": "src"}, {"replica": "r3", "source": "r1"},
                  {"replica": "r2", "source": "src", "channel": "orders"},
                  {"replica": "r2", "source": "bsrc", "channel": "billing"}],
@@ -59,7 +62,7 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
                                         connect_timeout_s=2)
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["collection"] = {"retries": {"attempts": 1}}
-    # the sandbox trades durability for speed (sync_binlog=0, innodb_flush_log_at_trx_commit=2):
+    # this fleet runs without durability settings (sync_binlog=0, innodb_flush_log_at_trx_commit=2):
     # real findings, acknowledged here the way an operator would
     cfg["audit"] = {"alertmanager": {"url": alertmanager_url, "attempts": 2}, "silences": [
         {"check": check, "expires": "2099-12-31", "reason": "sandbox runs without durability settings"}

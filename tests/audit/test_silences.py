@@ -68,3 +68,15 @@ def test_derived_ids_are_stable():
     raw = [{"check": "c", "expires": "2026-01-01", "reason": "r"}]
     assert parse_silences(raw)[0].id == parse_silences(raw)[0].id
     assert parse_silences(raw)[0].id.startswith("silence-")
+
+
+def test_audit_settings_refuse_a_silence_for_an_unknown_check():
+    """A silence whose check id does not exist is a config error naming it, not a dead silence."""
+    from jobs.audit import AuditError, load_audit_settings
+
+    with pytest.raises(AuditError, match=r"audit\.silences\[0\]\.check: unknown check id 'purged_required'"):
+        load_audit_settings({"silences": [{"check": "purged_required", "expires": "2099-01-01",
+                                           "reason": "typo"}]}, "prod.yaml")
+    ok = load_audit_settings({"silences": [{"check": "source_purged_required_gtids", "cluster": "legacy",
+                                            "expires": "2099-01-01", "reason": "decommissioning"}]}, "prod.yaml")
+    assert ok.silences[0].check == "source_purged_required_gtids"

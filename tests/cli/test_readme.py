@@ -46,3 +46,16 @@ def test_every_check_id_is_documented():
     docs = (ROOT / "docs/checks.md").read_text() + (ROOT / "docs/audit.md").read_text()
     missing = [c for c in check_catalogue() if c not in docs]
     assert not missing, missing
+
+
+def test_shipped_example_configs_validate_with_their_audit_section():
+    """conf/*.example and the production example validate, audit section included."""
+    from jobs.audit import load_audit_settings
+    from jobs.config import load_config
+
+    for name in ("example-production.yaml", "sandbox.example.yaml"):
+        config = load_config(ROOT / "conf" / name)
+        settings = load_audit_settings(config.audit, name)
+        assert settings.fail_on == "critical"
+    prod = load_audit_settings(load_config(ROOT / "conf/example-production.yaml").audit, "prod")
+    assert {s.check for s in prod.silences} == {None, "config_sync_binlog"}
