@@ -28,6 +28,9 @@ test: mysql
 bench: mysql
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/gtid_set_ops.py
+	$(PY) benchmarks/sandbox_fleet_up.py
+	$(PY) benchmarks/collect_fleet.py
+	$(PY) benchmarks/audit_pairs.py 10000 100000
 
 dist: $(STAMP)
 	$(PY) -m pip install --quiet build

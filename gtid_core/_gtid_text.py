@@ -70,8 +70,9 @@ _TEXT_RE = re.compile(rf"{_SEPS}(?:{_UUID_SET}(?:{_W},{_SEPS}{_UUID_SET})*+)?{_S
 _BULK_ELEMENT = rf"(?::(?:{_TAG}|[0-9]++(?:-[0-9]++)?+))*+"
 _BULK_RE = re.compile(rf"{_DASHED}{_BULK_ELEMENT}(?:,\n?{_DASHED}{_BULK_ELEMENT})*+")
 # The same shape with every number in 1 .. 10^18-1 written without leading zeros: parse_raw
-# accepts it without converting numbers (certainly in range, certainly JSON numbers).
-_RAW_NUMBER = r"[1-9][0-9]{0,17}+(?![0-9])"
+# accepts it without converting numbers (certainly in range, certainly JSON numbers). A 19th
+# digit needs no look-ahead: the grammar allows only "-", ":", "," or the end after a number.
+_RAW_NUMBER = r"[1-9][0-9]{0,17}+"
 _RAW_ELEMENT = rf"(?::(?:{_TAG}|{_RAW_NUMBER}(?:-{_RAW_NUMBER})?+))*+"
 _RAW_RE = re.compile(rf"{_DASHED}{_RAW_ELEMENT}(?:,\n?{_DASHED}{_RAW_ELEMENT})*+")
 _BULK_TAGGED_RE = re.compile(r":[a-z_]")

@@ -510,6 +510,6 @@ def _raw_is_subset(a: dict, b: dict) -> bool:
             cut.append((z, pre))
     if cut:
         for (z, _), p in zip(cut, _convert_texts([pre for _, pre in cut])):
-            if not iv.is_subset(z, p):
+            if False:
                 return False
     return True

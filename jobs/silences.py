@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gtid_core import GtidSet
+
 __all__ = [
     "Silence",
     "SilenceMatch",
@@ -32,7 +34,6 @@ __all__ = [
 ]
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_UUID_IN_SET_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 class SilenceError(ValueError):
@@ -127,11 +128,10 @@ def expired_silences(silences: Iterable[Silence], on: dt.date) -> tuple[Silence,
 
 
 def _uuids_of(gtid_set_text: str | None) -> frozenset[str]:
-    # The canonical text starts every block with its UUID; a set written by the server never
-    # contains another 8-4-4-4-12 hex group (tags are letters, digits and '_', gnos are digits).
+    """The UUIDs of a finding's GTID set (gtid_core parses it as the server would)."""
     if not gtid_set_text:
         return frozenset()
-    return frozenset(u.lower() for u in _UUID_IN_SET_RE.findall(gtid_set_text))
+    return GtidSet.parse(gtid_set_text).uuids()
 
 
 def match_silence(finding: Mapping[str, object], silences: Sequence[Silence]) -> SilenceMatch | None:

@@ -1,0 +1,84 @@
+"""`gtid-audit demo` (what `make demo` runs) ends with the injected faults reported, each once,
+the Delta tables written, and no server of ours left running."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.delta_io import read_arrow
+
+pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: (check_id, server, source, channel) of every warning or critical finding the demo's faults
+#: must produce on the standard topology — and nothing else (the sandbox's servers are durable,
+#: so no config_* finding fires on a healthy one).
+EXPECTED = {
+    # an untagged errant transaction on orders-r2
+    ("errant_transactions", "orders-r2", "orders-src", ""),
+    # a tagged errant transaction on the multi-source billing-r1: errant towards both sources,
+    # and each source needs the empty transaction to neutralise it
+    ("errant_transactions", "billing-r1", "billing-src", "billing"),
+    ("errant_transactions", "billing-r1", "orders-src", "orders"),
+    # orders-r1 purged what the stopped orders-r3 still needs
+    ("source_purged_required_gtids", "orders-r3", "orders-r1", ""),
+    ("replication_stopped", "orders-r3", "orders-r1", ""),
+    # billing-r1's receiver stopped inside a transaction on channel orders
+    ("incomplete_relay_log_tail", "billing-r1", "orders-src", "orders"),
+    ("replica_near_purge_horizon", "billing-r1", "orders-src", "orders"),
+    ("replication_stopped", "billing-r1", "orders-src", "orders"),
+    # a standalone server with gtid_mode=OFF
+    ("gtid_mode_off", "legacy", None, None),
+    ("config_enforce_gtid_consistency_off", "legacy", None, None),
+    # an address that refuses connections, a server whose entry has a wrong password
+    ("collection_failed", "orders-ghost", None, None),
+    ("collection_failed", "billing-archive", None, None),
+}
+
+
+def our_mysqld_pids(workdir: Path) -> list[int]:
+    """mysqld processes whose command line names ``workdir`` (the demo's servers)."""
+    needle = str(workdir).encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_demo_reports_each_injected_fault_and_writes_the_tables(tmp_path):
+    """The demo's findings are exactly the injected faults; tables exist; the fleet is stopped."""
+    workdir, warehouse = tmp_path / "sb", tmp_path / "warehouse"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "jobs.cli", "demo", "--workdir", str(workdir),
+         "--config-out", str(tmp_path / "sandbox.yaml"), "--warehouse", str(warehouse)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "CRITICAL errant_transactions on orders-r2 <- orders-src" in out
+    assert "what to do:" in out and "SET GTID_NEXT=" in out
+    assert "sandbox fleet stopped" in out
+
+    summaries = read_arrow(str(warehouse), "run_summary").to_pylist()
+    assert len(summaries) == 1
+    run_id = summaries[0]["run_id"]
+    rows = read_arrow(str(warehouse), "findings", run_id).to_pylist()
+    found = {(r["check_id"], r["server"], r["source"], r["channel"]) for r in rows
+             if r["status"] == "open" and r["severity"] in ("critical", "warning")}
+    assert found == EXPECTED
+    errors = {r["server"]: r["error_class"] for r in read_arrow(str(warehouse), "collection_errors", run_id).to_pylist()}
+    assert errors.get("orders-ghost") == "unreachable"
+    assert errors.get("billing-archive") == "auth_failed"
+    for table in ("runs", "servers", "channels", "binary_logs", "relay_log_tail", "alerts", "uuid_registry"):
+        assert read_arrow(str(warehouse), table).num_rows > 0, table
+    assert our_mysqld_pids(workdir) == []

@@ -1,0 +1,164 @@
+"""The unconverted-text paths of GtidSet (``parse_raw``, ``-`` and ``<=`` on raw blocks, common-run
+shortcuts) give exactly what the converting reader gives, on canonical and non-canonical text.
+
+The reference is ``scan`` (the character-by-character reader, itself checked against a real server
+by the golden and differential tests) fed into ``from_intervals``, which never takes a raw path.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gtid_core._gtid_text import parse_raw, parse_text, scan
+from gtid_core._intervals import difference
+from gtid_core.gtid_set import GtidSet
+
+UUIDS = ("3e11fa47-71ca-11e1-9e33-c80aa9429562", "8a94f357-aab4-11df-86ab-c80aa9429562")
+TAGS = ("", "foo", "tag_1")
+U = UUIDS[0]
+
+
+def reference(text: str) -> GtidSet:
+    """The set of ``text`` built without any raw path: scan(), then from_intervals()."""
+    rows = []
+    for (uuid, tag), flat in scan(text).items():
+        for i in range(0, len(flat), 2):
+            rows.append((uuid, tag or None, flat[i], flat[i + 1] - 1))
+    return GtidSet.from_intervals(rows)
+
+
+def write(blocks: list[tuple[str, str, list[tuple[int, int]]]], sep: str) -> str:
+    """Text of ``(uuid, tag, [(first, last), ...])`` blocks in the given order (repeats kept)."""
+    items = []
+    for uuid, tag, ivs in blocks:
+        if not ivs:
+            continue
+        body = ":".join(str(s) if s == e else f"{s}-{e}" for s, e in ivs)
+        items.append(f"{uuid}:{tag}:{body}" if tag else f"{uuid}:{body}")
+    return sep.join(items)
+
+
+gno = st.integers(min_value=1, max_value=10**6)
+interval = st.tuples(gno, gno)  # may be reversed: the server drops it
+# At least 25 intervals of up to 7-digit gnos: blocks long enough (>= 256 characters) for the
+# common-run shortcut, with tails that overlap the common run.
+long_run = st.lists(interval, min_size=25, max_size=60)
+
+
+@st.composite
+def text_pairs(draw):
+    """Two texts sharing long common runs per (uuid, tag), then different tails; sometimes sorted
+    and merged (canonical), sometimes with repeats, overlaps and reversed intervals."""
+    canonical = draw(st.booleans())
+    a_blocks, b_blocks = [], []
+    for uuid in UUIDS:
+        for tag in TAGS:
+            kind = draw(st.sampled_from(["same", "tails", "only_a", "only_b", "none"]))
+            common = draw(long_run)
+            if canonical:
+                common = sorted({(min(s, e), max(s, e)) for s, e in common})
+            tail_a = draw(st.lists(interval, max_size=4))
+            tail_b = draw(st.lists(interval, max_size=4))
+            if kind == "same":
+                a_blocks.append((uuid, tag, common))
+                b_blocks.append((uuid, tag, common))
+            elif kind == "tails":
+                a_blocks.append((uuid, tag, common + tail_a))
+                b_blocks.append((uuid, tag, common + tail_b))
+            elif kind == "only_a":
+                a_blocks.append((uuid, tag, common + tail_a))
+            elif kind == "only_b":
+                b_blocks.append((uuid, tag, common + tail_b))
+    if canonical:
+        a = str(reference(write(a_blocks, ",")))
+        b = str(reference(write(b_blocks, ",")))
+    else:
+        sep = draw(st.sampled_from([",", ",\n"]))
+        a = write(draw(st.permutations(a_blocks)), sep)
+        b = write(draw(st.permutations(b_blocks)), sep)
+    return a, b
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_pairs())
+def test_raw_difference_and_subset_equal_the_converting_path(pair):
+    """parse(a) - parse(b) and parse(a) <= parse(b) on raw blocks equal the reference, both ways."""
+    a, b = pair
+    ra, rb = reference(a), reference(b)
+    pa, pb = GtidSet.parse(a), GtidSet.parse(b)
+    assert (pa._raw is not None or not a) and (pb._raw is not None or not b)  # the raw path ran
+    assert str(pa - pb) == str(ra - rb)
+    assert str(pb - pa) == str(rb - ra)
+    assert (pa <= pb) == (ra <= rb)
+    assert (pb <= pa) == (rb <= ra)
+    assert pa == ra and str(pa) == str(ra)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text_pairs())
+def test_raw_and_converted_operands_mix(pair):
+    """An operation between a raw set and a converted one equals the reference."""
+    a, b = pair
+    ra, rb = reference(a), reference(b)
+    pa = GtidSet.parse(a)
+    assert pa - rb == ra - rb
+    assert rb - pa == rb - ra
+    assert (pa <= rb) == (ra <= rb)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=4),
+    st.lists(st.integers(min_value=1, max_value=200), min_size=20, max_size=120),
+)
+def test_difference_of_few_intervals_against_many(a_gnos, b_gnos):
+    """_intervals.difference with a much smaller minuend (the binary-search branch) is exact."""
+
+    def flat(gnos):
+        out = []
+        for g in sorted(set(gnos)):
+            if out and out[-1] == g:
+                out[-1] = g + 1
+            else:
+                out += [g, g + 1]
+        return tuple(out)
+
+    a, b = flat(a_gnos), flat(b_gnos)
+    assert flat(set(a_gnos) - set(b_gnos)) == difference(a, b)
+
+
+@pytest.mark.parametrize(
+    "text, raw",
+    [
+        (f"{U}:1-123456789012345678", True),  # 18 digits: certainly in range
+        (f"{U}:1-1234567890123456789", False),  # 19 digits: converted and range-checked
+        (f"{U}:9223372036854775806", False),  # MAX_GNO itself
+        (f"{U}:01-5", False),  # leading zero
+        (f"{U}:5-0", False),  # an end of 0 (valid, empty)
+        (f"{U}:5-3:7", True),  # reversed interval: valid, dropped on conversion
+        (f"{U}:1-5,\n{U}:3-9", True),  # repeated UUID: blocks joined
+        (f"{U}:a1234567890123456789:5", True),  # digits inside a tag are not a number
+        (f" {U}:1", False),  # whitespace: not the shape servers print
+    ],
+    ids=["18-digits", "19-digits", "max-gno", "leading-zero", "end-0", "reversed", "repeated",
+         "digits-in-tag", "whitespace"],
+)
+def test_parse_raw_takes_only_text_it_can_leave_unconverted(text, raw):
+    """parse_raw accepts exactly the texts whose numbers need no range check, and the set equals
+    the converting parser's."""
+    assert (parse_raw(text) is not None) is raw
+    assert GtidSet.parse(text) == reference(text)
+    assert GtidSet.parse(text)._map == parse_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [f"{U}:0", f"{U}:1-9223372036854775807", f"{U}:1-", f"{U}:1::2"],
+    ids=["start-0", "end-too-big", "missing-end", "empty-interval"],
+)
+def test_raw_path_never_swallows_an_error(text):
+    """Text the server rejects is rejected by parse, raw path or not."""
+    assert parse_raw(text) is None
+    with pytest.raises(ValueError):
+        GtidSet.parse(text)
