@@ -15,7 +15,11 @@ Values: an interval start must be 1 .. 2^63-2; an end must be 0 .. 2^63-2; an in
 is below its start is dropped silently, as is a UUID or tag with no interval after it. Everything
 else is rejected (``ER_MALFORMED_GTID_SET_SPECIFICATION``).
 
-Parsing has three paths that accept exactly the same texts (a property test checks it):
+Parsing has three paths that accept exactly the same texts (a property test checks it), and
+:func:`parse_raw` in front of them, which validates the shape servers print without converting a
+number (when every number has at most 18 digits and no leading zero, hence is in range) and keeps
+each block's interval text for :class:`~gtid_core.gtid_set.GtidSet` to convert on demand with
+:func:`convert_blocks`:
 
 * ``_parse_bulk`` for the shape servers print (dashed UUIDs, no whitespace but the newline after
   a comma): one compiled regular expression validates the whole text, every number of the text is
@@ -43,7 +47,6 @@ __all__ = [
     "parse_text",
     "parse_raw",
     "convert_blocks",
-    "block_intervals",
     "scan",
     "normalize_uuid",
     "normalize_tag",
@@ -344,15 +347,6 @@ def parse_raw(text: str) -> dict | None:
             mine = raw.get(key)
             raw[key] = r if mine is None else mine + ":" + r
     return raw
-
-
-def block_intervals(rest: str) -> tuple:
-    """Canonical flat tuple of one block of interval text accepted by :func:`parse_raw` (or a
-    run of whole intervals cut from one)."""
-    out = convert_blocks([None], [rest])
-    if out is None:  # parse_raw's checks exclude it: a bug, not bad input
-        raise AssertionError(f"interval text {_quote(rest)} passed parse_raw but not conversion")
-    return out.get(None, ())
 
 
 def scan(text: str) -> dict:

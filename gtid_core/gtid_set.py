@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator
 from gtid_core import _intervals as iv
 from gtid_core._gtid_text import (
     MAX_GNO,
-    block_intervals,
     convert_blocks,
     format_set,
     normalize_tag,
@@ -510,6 +509,6 @@ def _raw_is_subset(a: dict, b: dict) -> bool:
             cut.append((z, pre))
     if cut:
         for (z, _), p in zip(cut, _convert_texts([pre for _, pre in cut])):
-            if False:
+            if not iv.is_subset(z, p):
                 return False
     return True
