@@ -14,7 +14,7 @@ Spark as DataFrames, and the stage timed is what ``jobs.audit.audit_run`` does b
 and writing: source resolution on the driver (``SourceResolver`` over every channel) and the
 checks in Spark (``run_checks``: the pair join and ``mapInArrow`` over ``run_pair_checks`` plus
 ``run_server_checks``). Figures: seconds, microseconds per pair, pairs per second. The
-numbers go to docs/benchmarks-audit.md.
+numbers are recorded in docs/benchmarks.md (section "Audit stage per pair").
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ stage, six Delta commits with delta-rs) REPS times and prints the best and media
 seconds as a markdown table, plus the share of the time spent writing Delta tables.
 
 Usage: python benchmarks/collect_fleet.py [--pairs 4] [--reps 3] [--sizes 2,4,8]
-The figures go to docs/benchmarks-collect.md.
+The figures are recorded in docs/benchmarks.md (section "Collection").
 """
 from __future__ import annotations
 
