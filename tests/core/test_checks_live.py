@@ -354,9 +354,14 @@ def test_idle_caught_up_replica_shows_equal_positions_and_no_history_finding(fle
     'has read all relay log': applier_caught_up is True and no check reports anything."""
     write(fleet.server("a"), 3)
     fleet.wait_caught_up()
-    row = status(fleet.server("b"))
-    assert (row["Relay_Source_Log_File"], row["Exec_Source_Log_Pos"]) == (row["Source_Log_File"],
-                                                                          row["Read_Source_Log_Pos"])
+    # gtid_executed shows a commit a moment before the applier moves Exec_Source_Log_Pos past it
+    # (a position-based "caught up" can only lag behind, never lead: no false history loss)
+    def positions_equal():
+        r = status(fleet.server("b"))
+        same = (r["Relay_Source_Log_File"], r["Exec_Source_Log_Pos"]) == (r["Source_Log_File"], r["Read_Source_Log_Pos"])
+        return r if same else None
+
+    row = wait_for(positions_equal, "b's applier position to reach its receiver position")
     assert "has read all relay log" in row["Replica_SQL_Running_State"]
     assert channel_snapshot(fleet.server("b")).applier_caught_up is True
     assert pair_findings(fleet) == []
