@@ -12,7 +12,7 @@ Pure part (plain dicts in, plain dicts out, no Spark):
 * ``alert_events`` — the feed: ``new``, ``still_open``, ``escalated`` (severity went up),
   ``resolved``. Only open, unsilenced findings at or above ``min_severity`` alert.
 
-I/O part: ``write_jsonl`` (the feed as JSON lines under the warehouse) and
+I/O part: ``write_jsonl`` (the feed as JSON lines under ``<warehouse>/_alert_feed/``) and
 ``AlertmanagerClient`` (Prometheus Alertmanager's v2 API, ``POST /api/v2/alerts``, with retries).
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ __all__ = [
     "alert_fingerprint",
     "to_alertmanager",
     "write_jsonl",
+    "ALERT_FEED_DIR",
     "AlertmanagerSettings",
     "AlertmanagerClient",
     "AlertDeliveryError",
@@ -293,10 +294,17 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+#: Folder of the JSON-lines feed under the warehouse (outside every table directory).
+ALERT_FEED_DIR = "_alert_feed"
+
+
 def write_jsonl(events: Sequence[Mapping[str, Any]], warehouse: str, run_date: dt.date,
                 run_id: str) -> str:
-    """Write the feed to ``<warehouse>/alerts/<run_date>/<run_id>.jsonl`` (any filesystem
-    pyarrow knows: a local path, file://, s3://, gs://, hdfs://) and return its location."""
+    """Write the feed to ``<warehouse>/_alert_feed/<run_date>/<run_id>.jsonl`` (any filesystem
+    pyarrow knows: a local path, file://, s3://, gs://, hdfs://) and return its location.
+
+    The feed lives beside the Delta tables, never inside one: a file in a table's directory that
+    the Delta log does not reference is deleted by the next VACUUM."""
     from pyarrow import fs as pafs
 
     if not warehouse:
@@ -305,13 +313,13 @@ def write_jsonl(events: Sequence[Mapping[str, Any]], warehouse: str, run_date: d
         filesystem, root = pafs.FileSystem.from_uri(warehouse)
     else:
         filesystem, root = pafs.LocalFileSystem(), str(warehouse)
-    directory = f"{root.rstrip('/')}/alerts/{run_date.isoformat()}"
+    directory = f"{root.rstrip('/')}/{ALERT_FEED_DIR}/{run_date.isoformat()}"
     filesystem.create_dir(directory, recursive=True)
     path = f"{directory}/{run_id}.jsonl"
     body = "".join(json.dumps(dict(e), default=_jsonable, sort_keys=True) + "\n" for e in events)
     with filesystem.open_output_stream(path) as stream:
         stream.write(body.encode("utf-8"))
-    return path if "://" not in warehouse else f"{warehouse.rstrip('/')}/alerts/{run_date.isoformat()}/{run_id}.jsonl"
+    return path if "://" not in warehouse else f"{warehouse.rstrip('/')}/{ALERT_FEED_DIR}/{run_date.isoformat()}/{run_id}.jsonl"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import difflib
 import json
 import logging
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -795,12 +797,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def _collect(config_path: str) -> tuple[int, str, float]:
+def _collect(config_path: str, run_id: str | None = None) -> tuple[int, str, float]:
     """Run the collect job through its own ``main`` with a run id chosen here, so the audit
     reads exactly that run; (exit code, run id, seconds)."""
     from jobs import collect
 
-    run_id = collect.new_run_id()
+    run_id = run_id or collect.new_run_id()
     started = time.monotonic()
     code = int(collect.main(["collect", "--config", config_path, "--run-id", run_id]) or 0)
     return code, run_id, time.monotonic() - started
@@ -813,7 +815,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except AuditError as exc:
         log.error("%s", exc)
         return 1
-    code, run_id, seconds = _collect(args.config)
+    code, run_id, seconds = _collect(args.config, args.run_id)
     if code != 0:
         log.error("collect failed (exit %d): nothing audited", code)
         return 1
@@ -871,6 +873,9 @@ def cmd_findings(args: argparse.Namespace) -> int:
     except AuditError as exc:
         log.error("%s", exc)
         return 1
+    if args.check is not None and args.check not in check_catalogue():
+        log.error("unknown check id %r; known checks: %s", args.check, ", ".join(sorted(check_catalogue())))
+        return 1
     warehouse, so = config.resolved_warehouse(), dict(config.storage_options or {}) or None
     summaries = _rows(warehouse, "run_summary", storage_options=so)
     if not summaries:
@@ -898,7 +903,9 @@ def cmd_findings(args: argparse.Namespace) -> int:
         table.add_row(r["severity"], r["check_id"], r.get("cluster") or "", r["server"], r.get("source") or "",
                       "" if channel is None else (channel or "(default)"), r.get("gtid_set") or "",
                       status, str(r["first_seen"]))
-    Console(width=args.width).print(table)
+    # piped into a file or a pager: wide enough that cells do not wrap into fragments
+    width = args.width or (None if sys.stdout.isatty() else 400)
+    Console(width=width).print(table)
     return 0
 
 
@@ -912,9 +919,12 @@ def check_catalogue() -> dict[str, Any]:
 def explain_text(check_id: str) -> str:
     """The text ``gtid-audit explain CHECK_ID`` prints; AuditError naming known ids otherwise."""
     catalogue = check_catalogue()
-    info = catalogue.get(check_id)
+    info = catalogue.get(check_id.strip().lower())
     if info is None:
-        raise AuditError(f"unknown check {check_id!r}; known checks: {', '.join(sorted(catalogue))}")
+        close = difflib.get_close_matches(check_id.strip().lower(), list(catalogue), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise AuditError(f"unknown check {check_id!r}; {hint}known checks: {', '.join(sorted(catalogue))}")
+    check_id = info.check_id
     lines = [f"{check_id}: {info.title}",
              f"default severity: {info.default_severity.value}   scope: {info.scope}   version: {info.version}",
              "", "what it means:", f"  {info.meaning}"]
@@ -944,11 +954,23 @@ def register(subparsers) -> None:
         p.add_argument("--no-alertmanager", action="store_true",
                        help="do not post to Alertmanager even if configured (the feed is still written)")
 
-    p = subparsers.add_parser("run", help="nightly job: collect every server, then audit the run")
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "run", help="nightly job: collect every server, then audit the run", formatter_class=fmt,
+        description="The nightly job. Collect every server of the inventory into the Delta snapshot "
+                    "tables (a new run id),\nthen audit that run: per-pair checks, findings with history, "
+                    "the alert feed.\n\nexit codes: 0 ok; 2 open findings at or above --fail-on; "
+                    "1 the job failed (or the alert feed could not be delivered).")
     common(p)
+    p.add_argument("--run-id", default=None,
+                   help="run id for the collection (default: a new timestamped id); rerunning an id "
+                        "replaces its rows")
     p.set_defaults(func=cmd_run)
 
-    p = subparsers.add_parser("audit", help="audit an already collected run (default: the newest)")
+    p = subparsers.add_parser(
+        "audit", help="audit an already collected run (default: the newest)", formatter_class=fmt,
+        description="Audit a run that `collect` already wrote: checks, findings, history, alert feed. "
+                    "Auditing a run again\nreplaces its audit rows. Exit codes as for `run`.")
     common(p)
     p.add_argument("--run-id", default=None, help="run to audit (default: the newest collected run)")
     p.set_defaults(func=cmd_audit)
@@ -961,12 +983,16 @@ def register(subparsers) -> None:
     p.add_argument("--cluster", default=None, help="only this cluster")
     p.add_argument("--check", default=None, help="only this check id")
     p.add_argument("--all", action="store_true", help="include resolved findings")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=["table", "json"], default="table",
+                   help="'json' prints one JSON object per finding per line (JSON Lines)")
     p.add_argument("--width", type=int, default=None, help="table width (default: the terminal's)")
     p.set_defaults(func=cmd_findings)
 
-    p = subparsers.add_parser("explain", help="what a check means and what to do about it")
-    p.add_argument("check_id", metavar="CHECK_ID")
+    p = subparsers.add_parser(
+        "explain", help="what a check means and what to do about it", formatter_class=fmt,
+        description="What a check means, the server error it predicts, and what to do.\n\ncheck ids:\n"
+                    + "\n".join(f"  {c}" for c in sorted(check_catalogue())))
+    p.add_argument("check_id", metavar="CHECK_ID", help="a check id (see the list above; case does not matter)")
     p.set_defaults(func=cmd_explain)
 
 

@@ -332,12 +332,15 @@ def _format_errors(path: str, exc: ValidationError) -> str:
         value = "<hidden>" if secret else (None if isinstance(raw, dict) else repr(raw))
         msg = err["msg"].removeprefix("Value error, ")
         shown = "" if err["type"] == "missing" or value is None else f" (value {value})"
-        lines.append(f"  {loc or '<top>'}: {msg}{shown}")
+        # a rule across several keys names them in its message; a field error gets its path
+        lines.append(f"  {loc}: {msg}{shown}" if loc else f"  {msg}{shown}")
     return "\n".join(lines)
 
 
 def parse_config(data: Any, source: str = "<config>") -> GtidAuditConfig:
     """Validate an already-parsed mapping (``source`` names it in errors)."""
+    if data is None:
+        raise ConfigError(f"{source}: the configuration is empty (it needs at least 'warehouse' and 'servers')")
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping, got {type(data).__name__}")
     data = dict(data)
@@ -358,7 +361,10 @@ def load_config(path: str | os.PathLike) -> GtidAuditConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{str(p)!r}: invalid YAML: {exc}") from None
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{str(p)!r}: invalid YAML{at}: {problem}") from None
     return parse_config(data, str(p.resolve()))
 
 

@@ -11,12 +11,27 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import shutil
+import sys
 import textwrap
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 __all__ = ["register", "run_demo", "render_report"]
+
+DEMO_DESCRIPTION = """\
+The whole product in one command, on this machine:
+  1. start the standard sandbox fleet (conf/sandbox-topology.yaml: six MySQL 9.7 servers with
+     real GTID replication, a chain and a multi-source replica);
+  2. break it the way production fleets break: an errant transaction on orders-r2, a tagged
+     errant transaction on billing-r1, orders-r1 purging binary logs the stopped orders-r3 still
+     needs, billing-r1's relay log ending inside a transaction, a server 'legacy' with
+     gtid_mode=OFF, an address that refuses connections, a server whose entry has a wrong password;
+  3. run the nightly job (collect + audit) in Spark local mode, Delta tables under --warehouse;
+  4. print what is wrong, where, how bad and what to do.
+The fleet is stopped at the end unless --keep is given."""
 
 log = logging.getLogger("gtid_audit.demo")
 
@@ -129,14 +144,28 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         print(f"Delta tables written under {warehouse.resolve()} "
               f"(runs, servers, channels, binary_logs, relay_log_tail, collection_errors, findings, "
               f"alerts, uuid_registry, run_summary); demo took {time.monotonic() - started:.0f} s.")
-        print(f"next: gtid-audit findings --config {config_out}   |   gtid-audit explain errant_transactions")
+        exe = _command_name()
+        print(f"next: {exe} findings --config {config_out}   |   {exe} explain errant_transactions")
         return 0
     finally:
         if keep:
             print(f"fleet left running (gtid-audit sandbox down --workdir {workdir} stops it)")
         else:
             fleet.down()
-            print("sandbox fleet stopped (use --keep to leave it running)")
+            for server in fleet.servers.values():  # ~100 MB of data directory per server
+                shutil.rmtree(server.dir, ignore_errors=True)
+            print("sandbox fleet stopped and its data removed (use --keep to leave it running)")
+
+
+def _command_name() -> str:
+    """How the user reaches gtid-audit: ``.venv/bin/gtid-audit`` after ``make demo``."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "gtid-audit" and argv0.parent != Path("."):
+        try:
+            return os.path.relpath(argv0)
+        except ValueError:
+            return str(argv0)
+    return "gtid-audit"
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -154,11 +183,15 @@ def register(subparsers) -> None:
     """Add ``demo`` to the gtid-audit parser."""
     p = subparsers.add_parser(
         "demo", help="local MySQL fleet with real faults, a full nightly run, the findings",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--topology", type=Path, default=Path("conf/sandbox-topology.yaml"))
-    p.add_argument("--workdir", type=Path, default=Path(".sandbox"))
-    p.add_argument("--config-out", type=Path, default=Path("conf/sandbox.yaml"))
-    p.add_argument("--warehouse", type=Path, default=Path("warehouse"))
+        description=DEMO_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--topology", type=Path, default=Path("conf/sandbox-topology.yaml"),
+                   help="sandbox topology YAML (default: %(default)s)")
+    p.add_argument("--workdir", type=Path, default=Path(".sandbox"),
+                   help="where the servers' data, sockets and state live (default: %(default)s)")
+    p.add_argument("--config-out", type=Path, default=Path("conf/sandbox.yaml"),
+                   help="auditor config written for the fleet (default: %(default)s)")
+    p.add_argument("--warehouse", type=Path, default=Path("warehouse"),
+                   help="root of the Delta tables (default: %(default)s)")
     p.add_argument("--cache-dir", default=None, help="MySQL install cache (see `sandbox install`)")
     p.add_argument("--keep", action="store_true", help="leave the sandbox fleet running afterwards")
     p.set_defaults(func=_cmd_demo)

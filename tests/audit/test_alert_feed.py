@@ -87,10 +87,10 @@ def test_alertmanager_payload():
 
 
 def test_jsonl_file_under_the_warehouse(tmp_path):
-    """The feed is written as one JSON object per line at alerts/<run_date>/<run_id>.jsonl."""
+    """The feed is written as one JSON object per line at _alert_feed/<run_date>/<run_id>.jsonl, outside the alerts table (VACUUM-safe)."""
     events = alert_events([row("a", "r1")], [], run_id="run2", run_date=D2)
     path = write_jsonl(events, str(tmp_path), D2, "run2")
-    assert path == str(tmp_path / "alerts" / "2026-11-22" / "run2.jsonl")
-    lines = (tmp_path / "alerts" / "2026-11-22" / "run2.jsonl").read_text().splitlines()
+    assert path == str(tmp_path / "_alert_feed" / "2026-11-22" / "run2.jsonl")
+    lines = (tmp_path / "_alert_feed" / "2026-11-22" / "run2.jsonl").read_text().splitlines()
     assert [json.loads(x)["event"] for x in lines] == ["new"]
     assert json.loads(lines[0])["run_date"] == "2026-11-22"

@@ -147,8 +147,15 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
     registry = {r["server_uuid"]: (r["server"], r["first_seen"], r["last_seen"])
                 for r in read_arrow(str(wh), "uuid_registry").to_pylist()}
     assert registry[R3] == ("r3", T2.date(), T2.date()) and registry[R1] == ("r1", T1.date(), T2.date())
-    lines = (wh / "alerts" / "2026-11-22" / "run2.jsonl").read_text().splitlines()
+    lines = (wh / "_alert_feed" / "2026-11-22" / "run2.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["event"] for x in lines) == ["new", "resolved", "resolved"]
+    # a VACUUM of any table (even one keeping nothing) would not touch the feed
+    from deltalake import DeltaTable
+
+    for table in ("alerts", "findings"):
+        doomed = DeltaTable(str(wh / table)).vacuum(retention_hours=0, dry_run=True, full=True,
+                                                    enforce_retention_duration=False)
+        assert not [f for f in doomed if f.endswith(".jsonl")], doomed
 
 
 def test_reaudit_is_idempotent(spark, tmp_path):

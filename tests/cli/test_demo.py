@@ -67,7 +67,7 @@ def test_demo_reports_each_injected_fault_and_writes_the_tables(tmp_path):
     out = proc.stdout
     assert "CRITICAL errant_transactions on orders-r2 <- orders-src" in out
     assert "what to do:" in out and "SET GTID_NEXT=" in out
-    assert "sandbox fleet stopped" in out
+    assert "sandbox fleet stopped and its data removed" in out
 
     summaries = read_arrow(str(warehouse), "run_summary").to_pylist()
     assert len(summaries) == 1
