@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.sandbox.fleet import Fleet, Topology  # noqa: E402
+from jobs.sandbox.fleet import STANDARD_TOPOLOGY, Fleet, Topology  # noqa: E402
 from jobs.sandbox.installer import ensure_mysql  # noqa: E402
 
-TOPOLOGY = Path(__file__).resolve().parents[1] / "conf" / "sandbox-topology.yaml"
+TOPOLOGY = STANDARD_TOPOLOGY
 
 
 def rss_bytes(pid: int) -> int:

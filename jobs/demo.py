@@ -19,11 +19,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from jobs.sandbox.fleet import STANDARD_TOPOLOGY
+
 __all__ = ["register", "run_demo", "render_report"]
 
 DEMO_DESCRIPTION = """\
 The whole product in one command, on this machine:
-  1. start the standard sandbox fleet (conf/sandbox-topology.yaml: six MySQL 9.7 servers with
+  1. start the standard sandbox fleet (six MySQL 9.7 servers with
      real GTID replication, a chain and a multi-source replica);
   2. break it the way production fleets break: an errant transaction on orders-r2, a tagged
      errant transaction on billing-r1, orders-r1 purging binary logs the stopped orders-r3 still
@@ -184,7 +186,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "demo", help="local MySQL fleet with real faults, a full nightly run, the findings",
         description=DEMO_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--topology", type=Path, default=Path("conf/sandbox-topology.yaml"),
+    p.add_argument("--topology", type=Path, default=STANDARD_TOPOLOGY,
                    help="sandbox topology YAML (default: %(default)s)")
     p.add_argument("--workdir", type=Path, default=Path(".sandbox"),
                    help="where the servers' data, sockets and state live (default: %(default)s)")

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 from jobs.sandbox.errors import FleetNotFoundError, SandboxError
+from jobs.sandbox.fleet import STANDARD_TOPOLOGY
 
 __all__ = ["register", "main", "DEFAULT_TOPOLOGY", "DEFAULT_WORKDIR", "DEFAULT_CONFIG_OUT"]
 
-DEFAULT_TOPOLOGY = "conf/sandbox-topology.yaml"
+DEFAULT_TOPOLOGY = str(STANDARD_TOPOLOGY)
 DEFAULT_WORKDIR = ".sandbox"
 DEFAULT_CONFIG_OUT = "conf/sandbox.yaml"
 

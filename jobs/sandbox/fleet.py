@@ -40,7 +40,12 @@ from jobs.sandbox.errors import FleetError, FleetNotFoundError, SandboxError, To
 from jobs.sandbox.installer import MySQLDist, ensure_mysql
 from jobs.sandbox.server import HOST, SandboxServer
 
-__all__ = ["Topology", "ServerSpec", "ChannelSpec", "Fleet", "STATE_FILE", "AUDIT_PASSWORD_FILE"]
+__all__ = ["Topology", "ServerSpec", "ChannelSpec", "Fleet", "STATE_FILE", "AUDIT_PASSWORD_FILE",
+           "STANDARD_TOPOLOGY"]
+
+#: The standard six-server fleet of the demo and the tests (shipped inside the package, so
+#: ``sandbox up`` and ``demo`` work from any directory and from an installed wheel).
+STANDARD_TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "standard.yaml"
 
 STATE_FILE = "sandbox-state.json"
 AUDIT_PASSWORD_FILE = "audit.password"

@@ -28,7 +28,7 @@ SIDE_TRANSACTIONS = [
     "INSERT INTO side.t VALUES (1, 'one')",
     "INSERT INTO side.t VALUES (2, 'two')",
 ]
-# The standard topology (conf/sandbox-topology.yaml), written out independently of the code.
+# The standard topology (jobs/sandbox/topologies/standard.yaml), written out independently of the code.
 EXPECTED_CHANNELS = {
     ("orders-r1", ""): "orders-src",
     ("orders-r2", ""): "orders-src",

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from jobs.sandbox.cli import register
-from jobs.sandbox.fleet import Fleet
+from jobs.sandbox.fleet import STANDARD_TOPOLOGY, Fleet
 from tests.sandbox.test_fleet import our_processes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def test_register_adds_the_four_subcommands():
         assert callable(args.func), argv
     args = parser.parse_args(["sandbox", "up"])
     assert (args.topology, args.workdir, args.config_out) == (
-        Path("conf/sandbox-topology.yaml"), Path(".sandbox"), Path("conf/sandbox.yaml"))
+        STANDARD_TOPOLOGY, Path(".sandbox"), Path("conf/sandbox.yaml"))
 
 
 def test_status_of_an_empty_workdir_is_a_clear_error(tmp_path):

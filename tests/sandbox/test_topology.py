@@ -46,7 +46,7 @@ def test_yaml_bare_on_off_mean_gtid_mode(tmp_path):
 
 
 def test_standard_topology_shape():
-    """conf/sandbox-topology.yaml: six servers, a chain, and a two-channel multi-source replica."""
+    """jobs/sandbox/topologies/standard.yaml: six servers, a chain, and a two-channel multi-source replica."""
     topology = Topology.load(STANDARD_TOPOLOGY)
     assert [s.name for s in topology.servers] == [
         "orders-src", "orders-r1", "orders-r2", "orders-r3", "billing-src", "billing-r1"]
