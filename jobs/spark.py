@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Mapping
 
 from jobs.config import SparkSettings
 
-__all__ = ["build_session", "session_conf", "LOCAL_TEST_CONF"]
+__all__ = ["build_session", "session_conf", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES"]
+
+#: Quiet log4j2 configuration for sessions the job starts itself.
+LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
 
 #: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
@@ -60,6 +64,9 @@ def build_session(settings: SparkSettings | None = None):
         builder = builder.config("spark.ui.enabled", "false")
         # stage progress bars on a terminal only; logs and CI stay quiet
         builder = builder.config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
+        # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
+        # the start-up banner); the job's own logs carry the story
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
