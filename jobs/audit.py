@@ -832,10 +832,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _print_outcome(outcome: AuditOutcome) -> None:
     s = outcome.summary
-    print(f"run {outcome.run_id}: {s['servers_audited']} server(s) audited, {s['servers_failed']} failed, "
-          f"{s['pairs_audited']} pair(s); findings open {s['findings_open']} "
-          f"(silenced {s['findings_silenced']}), resolved {s['findings_resolved']}; by severity "
-          f"{s['findings_by_severity']}; alerts {s['alerts_by_event']}; exit {outcome.exit_code}")
+
+    def counts(value: Any) -> str:  # the summary stores its maps as JSON text
+        mapping = json.loads(value) if isinstance(value, str) else dict(value or {})
+        return ", ".join(f"{k} {v}" for k, v in mapping.items() if v) or "none"
+
+    print(f"run {outcome.run_id}: {s['servers_audited']} server(s) audited, {s['servers_failed']} not "
+          f"collected, {s['pairs_audited']} pair(s); open findings {s['findings_open']} "
+          f"({counts(s['findings_by_severity'])}; {s['findings_silenced']} silenced), "
+          f"resolved {s['findings_resolved']}; alerts: {counts(s['alerts_by_event'])}; "
+          f"exit code {outcome.exit_code} (--fail-on {s['fail_on']})")
     for sil in outcome.expired_silences:
         print(f"expired silence {sil.id} (expired {sil.expires}): {sil.reason}")
     if outcome.jsonl_path:
