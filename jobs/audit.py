@@ -198,6 +198,23 @@ def _job_finding(check_id: str, **kw: Any) -> dict[str, Any]:
     return _row(check_id, kw.pop("severity", info.default_severity.value), **kw)
 
 
+#: What to do first, by the error class of collection_errors (the generic advice otherwise).
+_COLLECTION_ADVICE = {
+    "unreachable": "The server refused or dropped the connection: check that it runs, that host and "
+                   "port in the configuration are right, and that firewalls let the auditor through.",
+    "timeout": "The server did not answer within connect_timeout_s / read_timeout_s / "
+               "server_deadline_s: check its load and the network, or raise the timeouts for it.",
+    "auth_failed": "The server rejected the audit account (errno 1045 and similar): check the password "
+                   "reference (password_env / password_file / option_file) resolves to the account's "
+                   "current password, and that the account exists for the auditor's host.",
+    "privilege_missing": "The audit account lacks a grant: apply deploy/grants.sql (REPLICATION CLIENT, "
+                         "REPLICATION SLAVE, SELECT on performance_schema.replication_*).",
+    "config_error": "The configuration could not be resolved for this server (e.g. a password "
+                    "reference that does not exist on the machine running the job): run "
+                    "`gtid-audit config check --strict FILE`.",
+}
+
+
 def collection_findings(servers: Sequence[Mapping[str, Any]],
                         errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``collection_failed`` (status 'failed') and ``collection_partial`` (status 'partial')
@@ -216,9 +233,11 @@ def collection_findings(servers: Sequence[Mapping[str, Any]],
         detail = (f"{'nothing' if status == 'failed' else 'not everything'} could be read from "
                   f"{s['server']} ({s.get('host')}:{s.get('port')}): error class "
                   f"{', '.join(classes)}" + (f"; {first.get('message')}" if first.get("message") else ""))
+        check_id = "collection_failed" if status == "failed" else "collection_partial"
+        advice = [_COLLECTION_ADVICE[c] for c in classes if c in _COLLECTION_ADVICE]
         out.append(_job_finding(
-            "collection_failed" if status == "failed" else "collection_partial",
-            cluster=s.get("cluster"), server=s["server"], detail=detail,
+            check_id, cluster=s.get("cluster"), server=s["server"], detail=detail,
+            remediation="\n".join(advice + [JOB_CHECKS[check_id].remediation]),
             evidence={"error_classes": classes, "errors": [
                 {k: e.get(k) for k in ("error_class", "errno", "message", "statement", "channel_name")}
                 for e in errs[:10]]},

@@ -48,7 +48,7 @@ def _up(args: argparse.Namespace) -> int:
         fleet.down()          # a half-made sandbox is not left running
         raise
     for server in fleet.servers.values():
-        print(f"{server.name:14s} 127.0.0.1:{server.port:<6d} pid {server.pid}  {server.server_uuid}")
+        print(f"{server.name:16s} 127.0.0.1:{server.port:<6d} pid {server.pid!s:<8} {server.server_uuid}")
     print(f"auditor config written to {config}")
     return 0
 
@@ -63,7 +63,8 @@ def _status(args: argparse.Namespace) -> int:
     else:
         for row in status["servers"]:
             state = "running" if row["running"] else "stopped"
-            print(f"{row['name']:14s} 127.0.0.1:{row['port']:<6d} pid {row['pid']}  {state}")
+            pid = row["pid"] if row["pid"] is not None else "-"
+            print(f"{row['name']:16s} 127.0.0.1:{row['port']:<6d} pid {pid!s:<8} {state}")
     return 0 if all(row["running"] for row in status["servers"]) else 3
 
 
@@ -111,7 +112,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     up.add_argument("--cache-dir", default=None)
     up.set_defaults(func=_guard(_up))
 
-    status = commands.add_parser("status", help="show the fleet saved in the workdir")
+    status = commands.add_parser("status", help="show the fleet saved in the workdir",
+                                 description="Show each server of the workdir's fleet. Exit 0 when "
+                                             "every server runs, 3 when some are stopped, 2 when the "
+                                             "workdir holds no fleet.")
     status.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=_guard(_status))
