@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs.delta_io import read_arrow
+from tests.sandbox.test_fleet import our_processes
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -41,20 +42,6 @@ EXPECTED = {
 }
 
 
-def our_mysqld_pids(workdir: Path) -> list[int]:
-    """mysqld processes whose command line names ``workdir`` (the demo's servers)."""
-    needle = str(workdir).encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "cmdline").read_bytes():
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
 def test_demo_reports_each_injected_fault_and_writes_the_tables(tmp_path):
     """The demo's findings are exactly the injected faults; tables exist; the fleet is stopped."""
     workdir, warehouse = tmp_path / "sb", tmp_path / "warehouse"
@@ -81,4 +68,4 @@ def test_demo_reports_each_injected_fault_and_writes_the_tables(tmp_path):
     assert errors.get("billing-archive") == "auth_failed"
     for table in ("runs", "servers", "channels", "binary_logs", "relay_log_tail", "alerts", "uuid_registry"):
         assert read_arrow(str(warehouse), table).num_rows > 0, table
-    assert our_mysqld_pids(workdir) == []
+    assert our_processes(workdir) == []
