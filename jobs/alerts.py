@@ -313,13 +313,13 @@ def write_jsonl(events: Sequence[Mapping[str, Any]], warehouse: str, run_date: d
         filesystem, root = pafs.FileSystem.from_uri(warehouse)
     else:
         filesystem, root = pafs.LocalFileSystem(), str(warehouse)
-    directory = f"{root.rstrip('/')}/{ALERT_FEED_DIR}/{run_date.isoformat()}"
-    filesystem.create_dir(directory, recursive=True)
-    path = f"{directory}/{run_id}.jsonl"
+    folder = f"{ALERT_FEED_DIR}/{run_date.isoformat()}"
+    filesystem.create_dir(f"{root.rstrip('/')}/{folder}", recursive=True)
+    path = f"{root.rstrip('/')}/{folder}/{run_id}.jsonl"
     body = "".join(json.dumps(dict(e), default=_jsonable, sort_keys=True) + "\n" for e in events)
     with filesystem.open_output_stream(path) as stream:
         stream.write(body.encode("utf-8"))
-    return path if "://" not in warehouse else f"{warehouse.rstrip('/')}/{ALERT_FEED_DIR}/{run_date.isoformat()}/{run_id}.jsonl"
+    return path if "://" not in warehouse else f"{warehouse.rstrip('/')}/{folder}/{run_id}.jsonl"
 
 
 # ---------------------------------------------------------------------------------------------

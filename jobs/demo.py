@@ -57,20 +57,18 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
     out.append(f"{counts['critical']} critical, {counts['warning']} warning, {counts['info']} info finding(s) open")
     out.append("=" * min(width, 100))
     wrap = textwrap.TextWrapper(width=width, initial_indent="    ", subsequent_indent="    ")
-    # a check without GTID evidence that fires on several servers is one problem, told once
+    # a server check without GTID evidence that fires on several servers is one problem, told once
     by_check: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for f in shown:
         if not f.get("gtid_set") and not f.get("source"):
             by_check.setdefault((f["severity"], f["check_id"]), []).append(f)
-    grouped = {key for key, rows in by_check.items() if len(rows) > 2}
-    told: set[tuple[str, str]] = set()
+    groups = {id(rows[0]): rows for rows in by_check.values() if len(rows) > 2}  # by first member
+    in_a_group = {id(member) for rows in groups.values() for member in rows}
     for f in shown:
-        key = (f["severity"], f["check_id"])
-        if key in grouped and not f.get("gtid_set") and not f.get("source"):
-            if key in told:
+        if id(f) in in_a_group:
+            rows = groups.get(id(f))
+            if rows is None:  # told with the first of its group
                 continue
-            told.add(key)
-            rows = by_check[key]
             out.append(f"{_MARK[f['severity']]} {f['check_id']} on {len(rows)} servers: "
                        + ", ".join(r["server"] for r in rows))
             out.append(f"    e.g. {f['detail']}" if f.get("detail") else f"    {f['title']}")

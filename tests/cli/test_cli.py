@@ -66,3 +66,21 @@ def test_sub_command_help_describes_it(command, capsys):
     assert exc.value.code == 0
     text = capsys.readouterr().out
     assert len(text.split("\n\n")[1]) > 40, text[:400]
+
+
+def test_demo_report_tells_a_check_firing_on_many_servers_once():
+    """render_report folds a server check on 3+ servers into one entry; pair findings stay apart."""
+    from jobs.demo import render_report
+
+    def finding(check, server, severity="warning", **kw):
+        return {"status": "open", "severity": severity, "check_id": check, "server": server, "title": "t",
+                "detail": f"detail of {server}", "remediation": "first step\nsecond step", "cluster": "c",
+                "gtid_set": kw.get("gtid_set"), "source": kw.get("source"), "channel": None, "gtid_count": None}
+
+    text = render_report([finding("config_sync_binlog", s) for s in ("a", "b", "c")]
+                         + [finding("gtid_mode_off", "x"),
+                            finding("errant_transactions", "r", "critical", gtid_set="u:1", source="s")])
+    assert text.count("config_sync_binlog") == 1
+    assert "config_sync_binlog on 3 servers: a, b, c" in text
+    assert "gtid_mode_off on x" in text and "CRITICAL errant_transactions on r <- s" in text
+    assert text.index("CRITICAL") < text.index("config_sync_binlog")
