@@ -36,8 +36,8 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from itertools import accumulate, compress, repeat
-from operator import ge, gt
+from itertools import accumulate, compress, islice, repeat
+from operator import ge, gt, itemgetter, lt
 
 from gtid_core._intervals import format_intervals, normalize, union
 from gtid_core.errors import GtidParseError
@@ -47,6 +47,7 @@ __all__ = [
     "parse_text",
     "parse_raw",
     "convert_blocks",
+    "increasing",
     "scan",
     "normalize_uuid",
     "normalize_tag",
@@ -75,9 +76,19 @@ _BULK_RE = re.compile(rf"{_DASHED}{_BULK_ELEMENT}(?:,\n?{_DASHED}{_BULK_ELEMENT}
 # The same shape with every number in 1 .. 10^18-1 written without leading zeros: parse_raw
 # accepts it without converting numbers (certainly in range, certainly JSON numbers). A 19th
 # digit needs no look-ahead: the grammar allows only "-", ":", "," or the end after a number.
+# parse_raw reads the text item by item with one findall: per item the UUID, an empty group (so
+# that items 0-1 are the (uuid, "") key), the untagged intervals, the tagged rest; then the
+# separator. Runs of intervals are one tight loop, tags come between runs. findall skips what no
+# item matches, so parse_raw checks that the lengths add up: every character of an accepted text
+# is inside an item except commas and newlines (empty items and whitespace, valid for the server).
 _RAW_NUMBER = r"[1-9][0-9]{0,17}+"
-_RAW_ELEMENT = rf"(?::(?:{_TAG}|{_RAW_NUMBER}(?:-{_RAW_NUMBER})?+))*+"
-_RAW_RE = re.compile(rf"{_DASHED}{_RAW_ELEMENT}(?:,\n?{_DASHED}{_RAW_ELEMENT})*+")
+_RAW_INTERVAL = rf"{_RAW_NUMBER}(?:-{_RAW_NUMBER})?+"
+_RAW_ITEM_RE = re.compile(
+    rf"({_DASHED})()(?::({_RAW_INTERVAL}(?::{_RAW_INTERVAL})*+))?+"
+    rf"((?::{_TAG}(?::{_RAW_INTERVAL})*+)*+)(?:,\n?|\Z)")
+_ITEM_KEY = itemgetter(0, 1)
+_ITEM_INTERVALS = itemgetter(2)
+_ITEM_TAGGED = itemgetter(3)
 _BULK_TAGGED_RE = re.compile(r":[a-z_]")
 _BULK_TAG_SPLIT_RE = re.compile(r":([a-z_][a-z0-9_]*)(?=:|$)")
 _scan_json = json.JSONDecoder().scan_once  # the C scanner, without decode()'s whitespace regexes
@@ -232,14 +243,17 @@ def _parse_bulk(text: str) -> dict | None:
     return convert_blocks(keys, rests)
 
 
-def _split_blocks(text: str) -> tuple[list, list[str]]:
+def _split_blocks(text: str, tagged: bool | None = None) -> tuple[list, list[str]]:
     """``(uuid, tag)`` keys and the interval text of each block (``"1-5:7"``) of text already
-    matched by ``_BULK_RE`` or ``_RAW_RE``, lowercased, in text order (a key may repeat)."""
+    matched by ``_BULK_RE``, lowercased, in text order (a key may repeat).
+    ``tagged`` False says the text is known to have no tag (None: look)."""
     t = text.lower()
     if "\n" in t:
         t = t.replace(",\n", ",")
     items = t.split(",")
-    if _BULK_TAGGED_RE.search(t) is None:
+    if tagged is None:
+        tagged = _BULK_TAGGED_RE.search(t) is not None
+    if not tagged:
         items = [it for it in items if len(it) > 37]
         return list(zip([it[:36] for it in items], repeat(""))), [it[37:] for it in items]
     keys = []
@@ -260,12 +274,14 @@ def _split_blocks(text: str) -> tuple[list, list[str]]:
     return keys, rests
 
 
-def convert_blocks(keys: list, rests: list[str]) -> dict | None:
+def convert_blocks(keys: list, rests: list[str], in_range: bool = False) -> dict | None:
     """``{key: canonical flat tuple}`` from blocks of interval text (``"1-5:7:9-10"``, decimal
     numbers without whitespace), all numbers converted by one call of the C JSON scanner.
 
     Repeated keys are merged and empty results dropped. None when a number has leading zeros (not
     JSON) or is out of range: the caller then takes a path that reports or accepts it.
+    ``in_range`` says the text was validated by :func:`parse_raw` (every number in 1..10^18-1),
+    which skips the range check.
     """
     if not rests:
         return {}
@@ -291,7 +307,7 @@ def convert_blocks(keys: list, rests: list[str]) -> dict | None:
     else:
         starts = nums[0::2]
         lasts = nums[1::2]
-    if min(starts) < 1 or max(nums) > MAX_GNO:
+    if not in_range and (min(starts) < 1 or max(nums) > MAX_GNO):
         return None
     n = len(starts)
     ends = list(map(_inc, lasts))
@@ -327,19 +343,79 @@ def convert_blocks(keys: list, rests: list[str]) -> dict | None:
     return out
 
 
+#: Interval texts at least this long (characters) are scanned on their own rather than in one
+#: batch with others: the C JSON scanner and the list passes after it run faster on text that
+#: stays in the CPU cache.
+BATCH_CHARS = 1 << 15
+
+
+def increasing(texts: list[str]) -> list[bool]:
+    """Whether the numbers written in each interval text (``"1-5:7:9-10"``, validated by
+    :func:`parse_raw`) are strictly increasing, read without building intervals: one C JSON scan
+    per batch, then one C-level comparison pass per text. True implies the intervals are pairwise
+    disjoint (each starts after the previous one ends); canonical text always is."""
+    out = []
+    batch: list[str] = []
+    size = 0
+    for i, t in enumerate(texts):
+        batch.append(t)
+        size += len(t)
+        if size >= BATCH_CHARS or i == len(texts) - 1:
+            body = "[[" + "],[".join(batch).replace("-", ",").replace(":", ",") + "]]"
+            for nums in _scan_json(body, 0)[0]:
+                out.append(all(map(lt, nums, islice(nums, 1, None))))
+            batch = []
+            size = 0
+    return out
+
+
 def parse_raw(text: str) -> dict | None:
     """``{(uuid, tag): interval text}`` without converting a number, for text in the shape
     servers print whose every number is written without leading zeros in at most 18 digits (so
     certainly in range: 1 <= n < 10^18 < 2^63-2); None for any other text.
 
-    The text is fully validated (``_RAW_RE``), so a set built from it is valid: converting a
-    block later cannot fail. The interval text of a (uuid, tag) given in several places is joined
-    with ":", which the server reads as the union. Equal interval texts of one key always denote
-    equal sets (a text determines its set), which is what lets operations skip them unread.
+    The text is fully validated (``_RAW_ITEM_RE``, and every character accounted for), so a set
+    built from it is valid: converting a block later cannot fail. The interval text of a (uuid,
+    tag) given in several places is joined with ":", which the server reads as the union. Equal
+    interval texts of one key always denote equal sets (a text determines its set), which is what
+    lets operations skip them unread.
     """
-    if not text or _RAW_RE.fullmatch(text) is None:
+    if not text or not text.isascii():  # ASCII: lower() changes nothing but A-Z
         return None
-    keys, rests = _split_blocks(text)
+    t = text.lower()
+    found = _RAW_ITEM_RE.findall(t)
+    rests = list(map(_ITEM_INTERVALS, found))
+    tagged = any(map(_ITEM_TAGGED, found))
+    # 36 characters of UUID per item, ":" before non-empty intervals, the rest as captured, and
+    # every comma and newline (no item holds one): the length of the text if nothing else was
+    # skipped.
+    size = (37 * len(found) - rests.count("") + sum(map(len, rests))
+            + t.count(",") + t.count("\n"))
+    if tagged:
+        size += sum(map(len, map(_ITEM_TAGGED, found)))
+    if size != len(t):
+        return None
+    if not tagged:
+        keys = list(map(_ITEM_KEY, found))
+        if "" in rests:  # a UUID without intervals: the server ignores it
+            keep = list(map(bool, rests))
+            keys = list(compress(keys, keep))
+            rests = list(compress(rests, keep))
+    else:
+        keys = []
+        intervals = rests
+        rests = []
+        for (uuid, _, _, tail), rest in zip(found, intervals):
+            if rest:
+                keys.append((uuid, ""))
+                rests.append(rest)
+            if tail:
+                pieces = _BULK_TAG_SPLIT_RE.split(tail)
+                for k in range(1, len(pieces), 2):
+                    chunk = pieces[k + 1]
+                    if chunk:
+                        keys.append((uuid, pieces[k]))
+                        rests.append(chunk[1:])
     raw = dict(zip(keys, rests))
     if len(raw) != len(keys):
         raw = {}
@@ -457,7 +533,12 @@ def format_set(keys, mapping, separator: str) -> str:
     prev = None
     for key in keys:
         uuid, tag = key
-        ivs = format_intervals(mapping[key])
+        flat = mapping[key]
+        if len(flat) == 2:  # one interval (inline: the common case of a healthy fleet)
+            s, e = flat
+            ivs = str(s) if e - s == 1 else f"{s}-{e - 1}"
+        else:
+            ivs = format_intervals(flat)
         piece = f":{tag}:{ivs}" if tag else f":{ivs}"
         if uuid == prev:
             blocks[-1] += piece

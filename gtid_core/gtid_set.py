@@ -18,12 +18,14 @@ texts first (see :func:`_raw_difference`, :func:`_raw_is_subset`), and convert o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import filterfalse
 
 from gtid_core import _intervals as iv
 from gtid_core._gtid_text import (
     MAX_GNO,
     convert_blocks,
     format_set,
+    increasing,
     normalize_tag,
     normalize_uuid,
     parse_raw,
@@ -93,7 +95,7 @@ class GtidSet:
         """``{(uuid, tag): canonical flat tuple}``, converted from the raw text on first use."""
         m = self._blocks
         if m is None:
-            m = convert_blocks(list(self._raw), list(self._raw.values()))
+            m = convert_blocks(list(self._raw), list(self._raw.values()), True)
             if m is None:  # parse_raw's checks exclude it: a bug, not bad input
                 raise AssertionError(f"raw GTID blocks {self._raw!r} failed to convert")
             object.__setattr__(self, "_blocks", m)
@@ -385,19 +387,35 @@ GtidSet.EMPTY = GtidSet._new({}, ())
 # ---- operations on unconverted text ----------------------------------------------------------
 #
 # Both operands come from parse_raw: ``{(uuid, tag): interval text}``, validated, every number in
-# range. Two facts make the shortcuts exact whatever the text's order or overlaps:
+# range. Write S(t) for the set a text denotes and "intervals" for the ``:``-separated pieces of a
+# block's text (``1-5``, ``7``). For blocks x and y of one (uuid, tag), the shortcuts below are
+# exact whatever the text's order, overlaps or repeats:
 #   * a text determines its set, so blocks with equal text denote equal sets;
-#   * a block is the union of its intervals, so for blocks written P:X and P:Y (a common run P of
-#     whole intervals, then different tails) S(P:X) - S(P:Y) = (S(X) - S(Y)) - S(P) and
-#     S(P:X) <= S(P:Y) exactly when S(X) - S(Y) <= S(P).
-# A replica's block usually differs from its source's only in the last interval, so X and Y are a
-# few intervals and P is converted once instead of twice (or not at all).
+#   * a block is the union of its intervals, so an interval of x written identically in y lies in
+#     S(y). Hence, for X' any part of x's intervals that keeps every interval not written in y,
+#     and Y' any part of y's intervals, with z = S(X') - S(Y'):
+#         S(x) - S(y) = z - S(y)     and     S(x) <= S(y)  iff  z - S(y) is empty;
+#   * when moreover the numbers written in x are strictly increasing (so x's intervals are
+#     pairwise disjoint, as in every text a server prints) and every interval of y outside Y' is
+#     written in x outside X' (true of the two ways X' and Y' are formed below: cutting a common
+#     leading run, and dropping the intervals written in both tails), those intervals are
+#     disjoint from S(X'), so z - S(y) = z.
+# Blocks of one (uuid, tag) read from servers of one topology share most of their intervals: a
+# replica's block usually differs from its source's only in the last interval, or in a few holes.
+# So X' and Y' are a few intervals, found by comparing text (a common run of leading intervals is
+# cut off by slice comparisons, the rest by hashing interval texts), and z is computed on those
+# alone. Only when z is not empty are x's numbers read (one C JSON scan, no interval building) to
+# see whether z is the answer; y is converted whole only for text that is not increasing.
 
 
 def _common_prefix_length(a: str, b: str) -> int:
-    """Length of the longest common prefix of ``a`` and ``b`` (C-level slice comparisons,
-    doubling steps then bisection: O(prefix length))."""
+    """Length of the longest common prefix of ``a`` and ``b`` (ASCII): for short texts the first
+    differing byte is the highest set bit of the two texts' bytes XORed as integers; for long
+    ones C-level slice comparisons, doubling steps then bisection (O(prefix length))."""
     n = min(len(a), len(b))
+    if n <= 2048:
+        d = int.from_bytes(a[:n].encode(), "big") ^ int.from_bytes(b[:n].encode(), "big")
+        return n - 1 - (d.bit_length() - 1) // 8 if d else n
     lo, step = 0, 64
     while True:
         hi = min(lo + step, n)
@@ -417,98 +435,173 @@ def _common_prefix_length(a: str, b: str) -> int:
     return lo
 
 
-def _split_common(a: str, b: str) -> tuple[str, str, str]:
-    """``(P, X, Y)`` with ``a`` = P:X and ``b`` = P:Y, P the longest common run of whole
-    intervals (possibly empty; X or Y empty when ``a`` or ``b`` is P itself)."""
-    k = _common_prefix_length(a, b)
-    if (k == len(a) or a[k] == ":") and (k == len(b) or b[k] == ":"):
+#: Blocks shorter than this (characters) are compared whole: looking for what they share costs
+#: more than converting a few intervals.
+_SHORT_BLOCK = 128
+
+
+def _distinct_intervals(x: str, y: str) -> tuple[str, str]:
+    """``(X', Y')``: the intervals of ``x`` and of ``y`` (as text) that are not written identically
+    in the other block, or at least the parts left after cutting their common leading run."""
+    k = _common_prefix_length(x, y)
+    if (k == len(x) or x[k] == ":") and (k == len(y) or y[k] == ":"):
         cut = k
     else:
-        cut = a.rfind(":", 0, k)  # inside the common prefix, so a ":" in b too
-        if cut < 0:
-            return "", a, b
-    return a[:cut], a[cut + 1:], b[cut + 1:]
+        cut = x.rfind(":", 0, k)  # inside the common prefix, so a ":" in y too
+    if cut > 0:
+        x = x[cut + 1:]
+        y = y[cut + 1:]
+    if len(x) < _SHORT_BLOCK or len(y) < _SHORT_BLOCK:
+        return x, y
+    xs = x.split(":")
+    ys = y.split(":")
+    in_x = set(xs).__contains__
+    in_y = set(ys).__contains__
+    return ":".join(filterfalse(in_y, xs)), ":".join(filterfalse(in_x, ys))
 
 
-#: Blocks shorter than this (characters) are converted whole: looking for a common run costs
-#: more than it saves on a few intervals.
-_SHORT_BLOCK = 256
+#: A text at least this long (characters) is converted on its own rather than in a batch with
+#: others: the C JSON scanner and the list passes after it run faster on a block that stays in
+#: the CPU cache.
+_BATCH_CHARS = 1 << 15
 
 
 def _convert_texts(texts: list[str]) -> list[tuple]:
-    """Canonical flat tuples of interval texts (as kept by :func:`parse_raw`, or whole runs of
-    intervals cut from them; "" is the empty set), all converted in one batch."""
-    idx = [i for i, t in enumerate(texts) if t]
-    if not idx:
-        return [()] * len(texts)
-    m = convert_blocks(idx, [texts[i] for i in idx])
-    if m is None:  # parse_raw's checks exclude it: a bug, not bad input
-        raise AssertionError("interval text accepted by parse_raw failed to convert")
-    return [m.get(i, ()) for i in range(len(texts))]
+    """Canonical flat tuples of interval texts (as kept by :func:`parse_raw`, or parts of them;
+    "" is the empty set); short texts are converted together in one batch."""
+    out: list[tuple] = [()] * len(texts)
+    small = []
+    for i, t in enumerate(texts):
+        if len(t) >= _BATCH_CHARS:
+            m = convert_blocks([i], [t], True)
+            if m is None:
+                raise AssertionError("interval text accepted by parse_raw failed to convert")
+            out[i] = m.get(i, ())
+        elif t:
+            small.append(i)
+    if small:
+        m = convert_blocks(small, [texts[i] for i in small], True)
+        if m is None:  # parse_raw's checks exclude it: a bug, not bad input
+            raise AssertionError("interval text accepted by parse_raw failed to convert")
+        for i in small:
+            out[i] = m.get(i, ())
+    return out
 
 
-def _differing(a: dict, b: dict) -> list[tuple]:
-    """``(key, x, y, p)`` for every block of ``a`` whose text differs from ``b``'s, such that
-    S(a[key]) - S(b[key]) = (x - y) - S(p) and S(a[key]) <= S(b[key]) exactly when
-    x - y <= S(p): ``p`` is the common run of whole intervals of two long blocks when it is most
-    of them (then only the tails are converted into ``x`` and ``y``), else "" (``x`` and ``y``
-    are then the whole blocks; ``y`` is () when ``b`` lacks the key)."""
+def _pending(a: dict, b: dict) -> tuple[list, list[tuple], list, list]:
+    """For every block of ``a`` whose text differs from ``b``'s and leaves a non-empty z =
+    S(X') - S(Y') (see above): its key, z, and the whole texts of x and y when X' and Y' are only
+    parts of the blocks (None when they are the whole blocks, or ``b`` lacks the key: z is then
+    final).
+
+    When X' and Y' are one interval each (a healthy fleet: ``1-1000`` against ``1-1003``, or the
+    last intervals of two long blocks) z is computed arithmetically, without a conversion batch."""
+    out_keys = []
+    out_z = []
+    out_x: list[str | None] = []
+    out_y: list[str | None] = []
     keys = []
-    pres = []
-    texts = []  # a's (tail) text of every key, then b's
-    theirs_texts = []
-    for key, text in a.items() - b.items():
-        theirs = b.get(key)
-        pre = ""
-        if theirs is None:
-            theirs = ""
-        elif len(text) >= _SHORT_BLOCK:
-            p, x, y = _split_common(text, theirs)
-            if len(p) >= len(x) + len(y):
-                pre, text, theirs = p, x, y
+    xs = []
+    ys = []
+    batch_x: list[str | None] = []
+    batch_y: list[str | None] = []
+    b_get = b.get
+    for key, x in a.items():
+        y = b_get(key)
+        if y == x:  # equal text, equal set
+            continue
+        wx = wy = None
+        if y is None:
+            y = ""
+        elif len(x) >= _SHORT_BLOCK and len(y) >= _SHORT_BLOCK:
+            wx = x
+            wy = y
+            x, y = _distinct_intervals(x, y)
+            if not x:
+                continue  # z is empty
+        if ":" not in x and ":" not in y:
+            first, dash, last = x.partition("-")
+            xs_ = int(first)
+            xe = (int(last) if dash else xs_) + 1
+            if y:
+                first, dash, last = y.partition("-")
+                ys_ = int(first)
+                ye = (int(last) if dash else ys_) + 1
+            else:
+                ys_ = ye = 0
+            if xe <= xs_:
+                continue  # a reversed interval: the empty set
+            if ye <= ys_ or ye <= xs_ or xe <= ys_:
+                z = (xs_, xe)
+            else:
+                z = ((xs_, ys_) if xs_ < ys_ else ()) + ((ye, xe) if ye < xe else ())
+                if not z:
+                    continue
+            out_keys.append(key)
+            out_z.append(z)
+            out_x.append(wx)
+            out_y.append(wy)
+            continue
         keys.append(key)
-        pres.append(pre)
-        texts.append(text)
-        theirs_texts.append(theirs)
+        xs.append(x)
+        ys.append(y)
+        batch_x.append(wx)
+        batch_y.append(wy)
     n = len(keys)
-    flats = _convert_texts(texts + theirs_texts)
-    return [(keys[i], flats[i], flats[n + i], pres[i]) for i in range(n)]
+    if n:
+        flats = _convert_texts(xs + ys)
+        for i in range(n):
+            z = iv.difference(flats[i], flats[n + i])
+            if z:
+                out_keys.append(keys[i])
+                out_z.append(z)
+                out_x.append(batch_x[i])
+                out_y.append(batch_y[i])
+    return out_keys, out_z, out_x, out_y
+
+
+def _unresolved(a: dict, b: dict, out: dict | None) -> list[tuple]:
+    """``(key, z, y)`` for the blocks whose z - S(y) needs y converted; the others' final
+    non-empty z go into ``out`` (for a difference), or, with ``out`` None (a subset test), the
+    first one ends the work: ``[None]`` is returned."""
+    cut = []
+    for key, z, x, y in zip(*_pending(a, b)):
+        if x is None:
+            if out is None:
+                return [None]
+            out[key] = z
+        else:
+            cut.append((key, z, x, y))
+    if not cut:
+        return []
+    rest = []
+    for item, disjoint in zip(cut, increasing([x for _, _, x, _ in cut])):
+        if disjoint:
+            if out is None:
+                return [None]
+            out[item[0]] = item[1]
+        else:
+            rest.append((item[0], item[1], item[3]))
+    return rest
 
 
 def _raw_difference(a: dict, b: dict) -> dict:
-    """``{key: canonical flat tuple}`` of ``a - b`` (``Gtid_set::remove_gtid_set``); equal blocks
-    are dropped unread, common runs of long blocks are converted once."""
-    out = {}
-    cut = []
-    for key, x, y, pre in _differing(a, b):
-        z = iv.difference(x, y)
-        if z:
-            if pre:
-                cut.append((key, z, pre))
-            else:
-                out[key] = z
-    if cut:
-        for (key, z, _), p in zip(cut, _convert_texts([pre for _, _, pre in cut])):
-            r = iv.difference(z, p)
-            if r:
-                out[key] = r
+    """``{key: canonical flat tuple}`` of ``a - b`` (``Gtid_set::remove_gtid_set``)."""
+    out: dict = {}
+    rest = _unresolved(a, b, out)
+    for (key, z, _), y in zip(rest, _convert_texts([y for _, _, y in rest])):
+        r = iv.difference(z, y)
+        if r:
+            out[key] = r
     return out
 
 
 def _raw_is_subset(a: dict, b: dict) -> bool:
-    """``a <= b`` (``Gtid_set::is_subset``); equal blocks are skipped unread, common runs of long
-    blocks are converted once (and only when the tails leave something to check)."""
-    cut = []
-    for _, x, y, pre in _differing(a, b):
-        if not pre:
-            if not iv.is_subset(x, y):
-                return False
-            continue
-        z = iv.difference(x, y)
-        if z:
-            cut.append((z, pre))
-    if cut:
-        for (z, _), p in zip(cut, _convert_texts([pre for _, pre in cut])):
-            if not iv.is_subset(z, p):
-                return False
+    """``a <= b`` (``Gtid_set::is_subset``)."""
+    rest = _unresolved(a, b, None)
+    if rest == [None]:
+        return False
+    for (_, z, _), y in zip(rest, _convert_texts([y for _, _, y in rest])):
+        if not iv.is_subset(z, y):
+            return False
     return True

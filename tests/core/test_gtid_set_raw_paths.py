@@ -95,6 +95,72 @@ def test_raw_difference_and_subset_equal_the_converting_path(pair):
     assert pa == ra and str(pa) == str(ra)
 
 
+@st.composite
+def scattered_pairs(draw):
+    """Two blocks per UUID that share most intervals and differ at scattered places (filled
+    holes, split, dropped or added intervals), long enough (>= 256 characters) for the
+    interval-text hashing shortcut; sometimes one side is shuffled or repeats an interval, so its
+    numbers no longer increase."""
+    a_parts, b_parts = [], []
+    for uuid in UUIDS:
+        gaps = draw(st.lists(st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=30,
+                             max_size=80))
+        ivs, pos = [], 1
+        for length, gap in gaps:
+            ivs.append((pos, pos + length - 1))
+            pos += length + gap
+        ops = draw(st.lists(st.sampled_from(["keep"] * 8 + ["fill", "split", "drop", "one"]),
+                            min_size=len(ivs), max_size=len(ivs)))
+        other = []
+        for (s, e), op in zip(ivs, ops):
+            if op == "fill" and other:
+                other[-1] = (other[-1][0], e)
+            elif op == "split" and e - s >= 2:
+                other += [(s, s), (s + 2, e)]
+            elif op == "one":
+                other.append((s, s))
+            elif op != "drop":
+                other.append((s, e))
+        mess = draw(st.sampled_from(["none", "shuffle_a", "shuffle_b", "repeat_a", "repeat_b"]))
+        if mess == "shuffle_a":
+            ivs = draw(st.permutations(ivs))
+        elif mess == "shuffle_b":
+            other = draw(st.permutations(other))
+        elif mess == "repeat_a":
+            ivs = ivs + [ivs[draw(st.integers(0, len(ivs) - 1))]]
+        elif mess == "repeat_b" and other:
+            other = other + [other[0]]
+        a_parts.append((uuid, "", ivs))
+        b_parts.append((uuid, "", other))
+    return write(a_parts, ",\n"), write(b_parts, ",\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(scattered_pairs())
+def test_raw_shortcuts_on_scattered_differences_equal_the_converting_path(pair):
+    """Blocks differing at scattered places (interval-text hashing, the increasing-numbers test
+    and its fallback) give the reference's difference and subset answers, both ways."""
+    a, b = pair
+    ra, rb = reference(a), reference(b)
+    pa, pb = GtidSet.parse(a), GtidSet.parse(b)
+    assert pa._raw is not None and pb._raw is not None
+    assert str(pa - pb) == str(ra - rb)
+    assert str(pb - pa) == str(rb - ra)
+    assert (pa <= pb) == (ra <= rb)
+    assert (pb <= pa) == (rb <= ra)
+
+
+@pytest.mark.parametrize("x", ["5-9", "7", "9-5", "1-3", "10-20", "8-8"])
+@pytest.mark.parametrize("y", ["5-9", "6", "9-5", "4-7", "8-12", "1-100"])
+def test_one_interval_blocks_equal_the_converting_path(x, y):
+    """Blocks of one interval each (subtracted arithmetically), reversed ones included."""
+    a, b = f"{U}:{x}", f"{U}:{y}"
+    ra, rb = reference(a), reference(b)
+    pa, pb = GtidSet.parse(a), GtidSet.parse(b)
+    assert str(pa - pb) == str(ra - rb)
+    assert (pa <= pb) == (ra <= rb)
+
+
 @settings(max_examples=200, deadline=None)
 @given(text_pairs())
 def test_raw_and_converted_operands_mix(pair):
@@ -140,9 +206,17 @@ def test_difference_of_few_intervals_against_many(a_gnos, b_gnos):
         (f"{U}:1-5,\n{U}:3-9", True),  # repeated UUID: blocks joined
         (f"{U}:a1234567890123456789:5", True),  # digits inside a tag are not a number
         (f" {U}:1", False),  # whitespace: not the shape servers print
+        (f"{U}:1-5,", True),  # a trailing comma: valid, nothing after it
+        (f"{U}:1-5,,{U}:7", True),  # an empty item: valid, nothing in it
+        (f"{U}:1-5,\n\n{U}:7", True),  # whitespace after a comma: valid
+        (f"{U}:1-5\n,{U}:7", False),  # whitespace before a comma: valid, the general path
+        (f"{U},{U}:7", True),  # a UUID without intervals: ignored
+        (f"{U.upper()}:1-5:TAG:3", True),  # upper case: lowered
     ],
     ids=["18-digits", "19-digits", "max-gno", "leading-zero", "end-0", "reversed", "repeated",
-         "digits-in-tag", "whitespace"],
+         "digits-in-tag", "whitespace", "trailing-comma", "empty-item", "newlines",
+         "newline-before-comma", "uuid-alone",
+         "upper-case"],
 )
 def test_parse_raw_takes_only_text_it_can_leave_unconverted(text, raw):
     """parse_raw accepts exactly the texts whose numbers need no range check, and the set equals
@@ -154,8 +228,10 @@ def test_parse_raw_takes_only_text_it_can_leave_unconverted(text, raw):
 
 @pytest.mark.parametrize(
     "text",
-    [f"{U}:0", f"{U}:1-9223372036854775807", f"{U}:1-", f"{U}:1::2"],
-    ids=["start-0", "end-too-big", "missing-end", "empty-interval"],
+    [f"{U}:0", f"{U}:1-9223372036854775807", f"{U}:1-", f"{U}:1::2", f"{U}:1-5,x,{U}:7",
+     f"{U}:1-5;{U}:7", f"{U}:1-2-3", f"{U}:\u212a:5", f"{U}:1-5\n\n{U}:7"],
+    ids=["start-0", "end-too-big", "missing-end", "empty-interval", "garbage-item",
+         "semicolon", "two-dashes", "kelvin-sign-tag", "newline-without-comma"],
 )
 def test_raw_path_never_swallows_an_error(text):
     """Text the server rejects is rejected by parse, raw path or not."""
