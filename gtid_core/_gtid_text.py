@@ -396,6 +396,9 @@ def parse_raw(text: str) -> dict | None:
     if size != len(t):
         return None
     if not tagged:
+        raw = dict(zip(map(_ITEM_KEY, found), rests))
+        if len(raw) == len(found) and "" not in rests:
+            return raw  # the common case: every UUID once, each with intervals
         keys = list(map(_ITEM_KEY, found))
         if "" in rests:  # a UUID without intervals: the server ignores it
             keep = list(map(bool, rests))

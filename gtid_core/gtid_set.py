@@ -82,12 +82,12 @@ class GtidSet:
              ) -> GtidSet:
         """A set from ``{(uuid, tag): canonical flat tuple}``, or, with ``mapping`` None, from
         ``raw`` (``{(uuid, tag): interval text}`` from :func:`parse_raw`), converted on demand."""
-        self = object.__new__(cls)
-        object.__setattr__(self, "_blocks", mapping)
-        object.__setattr__(self, "_raw", raw)
-        object.__setattr__(self, "_keys", keys)
-        object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_text", None)
+        self = _object_new(cls)
+        _set_blocks(self, mapping)
+        _set_raw(self, raw)
+        _set_keys(self, keys)
+        _set_hash(self, None)
+        _set_text(self, None)
         return self
 
     @property
@@ -98,7 +98,7 @@ class GtidSet:
             m = convert_blocks(list(self._raw), list(self._raw.values()), True)
             if m is None:  # parse_raw's checks exclude it: a bug, not bad input
                 raise AssertionError(f"raw GTID blocks {self._raw!r} failed to convert")
-            object.__setattr__(self, "_blocks", m)
+            _set_blocks(self, m)
         return m
 
     def __setattr__(self, name, value):
@@ -163,14 +163,14 @@ class GtidSet:
         keys = self._keys
         if keys is None:
             keys = tuple(sorted(self._map))
-            object.__setattr__(self, "_keys", keys)
+            _set_keys(self, keys)
         return keys
 
     def __str__(self) -> str:
         text = self._text
         if text is None:
             text = format_set(self._sorted_keys(), self._map, ",\n")
-            object.__setattr__(self, "_text", text)
+            _set_text(self, text)
         return text
 
     def to_text(self, multiline: bool = True) -> str:
@@ -204,7 +204,7 @@ class GtidSet:
         h = self._hash
         if h is None:
             h = hash(frozenset(self._map.items()))
-            object.__setattr__(self, "_hash", h)
+            _set_hash(self, h)
         return h
 
     def __bool__(self) -> bool:
@@ -381,6 +381,15 @@ class GtidSet:
         return flat[-1] - 1 if flat else None
 
 
+# The slots are written through their descriptors (cheaper than object.__setattr__ by name);
+# GtidSet.__setattr__ refuses every other write.
+_object_new = object.__new__
+_set_blocks = GtidSet._blocks.__set__
+_set_raw = GtidSet._raw.__set__
+_set_keys = GtidSet._keys.__set__
+_set_hash = GtidSet._hash.__set__
+_set_text = GtidSet._text.__set__
+
 GtidSet.EMPTY = GtidSet._new({}, ())
 
 
@@ -488,120 +497,104 @@ def _convert_texts(texts: list[str]) -> list[tuple]:
     return out
 
 
-def _pending(a: dict, b: dict) -> tuple[list, list[tuple], list, list]:
-    """For every block of ``a`` whose text differs from ``b``'s and leaves a non-empty z =
-    S(X') - S(Y') (see above): its key, z, and the whole texts of x and y when X' and Y' are only
-    parts of the blocks (None when they are the whole blocks, or ``b`` lacks the key: z is then
-    final).
+def _pending(a: dict, b: dict, out: dict | None) -> list[tuple] | None:
+    """Compare every block of ``a`` with ``b``'s: blocks with equal text are skipped, and for
+    the others z = S(X') - S(Y') is computed (see above). A non-empty z that is final (X' and Y'
+    are the whole blocks, or ``b`` lacks the key) goes into ``out``; the others are returned as
+    ``(key, z, x, y)`` with the whole texts of the blocks. With ``out`` None (a subset test) the
+    first final non-empty z ends the work: None is returned.
 
     When X' and Y' are one interval each (a healthy fleet: ``1-1000`` against ``1-1003``, or the
     last intervals of two long blocks) z is computed arithmetically, without a conversion batch."""
-    out_keys = []
-    out_z = []
-    out_x: list[str | None] = []
-    out_y: list[str | None] = []
+    cut = []
     keys = []
     xs = []
     ys = []
-    batch_x: list[str | None] = []
-    batch_y: list[str | None] = []
+    wholes: list[tuple | None] = []
     b_get = b.get
     for key, x in a.items():
         y = b_get(key)
         if y == x:  # equal text, equal set
             continue
-        wx = wy = None
+        whole = None
         if y is None:
             y = ""
         elif len(x) >= _SHORT_BLOCK and len(y) >= _SHORT_BLOCK:
-            wx = x
-            wy = y
+            whole = (x, y)
             x, y = _distinct_intervals(x, y)
             if not x:
                 continue  # z is empty
-        if ":" not in x and ":" not in y:
-            first, dash, last = x.partition("-")
-            xs_ = int(first)
-            xe = (int(last) if dash else xs_) + 1
-            if y:
-                first, dash, last = y.partition("-")
-                ys_ = int(first)
-                ye = (int(last) if dash else ys_) + 1
-            else:
-                ys_ = ye = 0
-            if xe <= xs_:
-                continue  # a reversed interval: the empty set
-            if ye <= ys_ or ye <= xs_ or xe <= ys_:
-                z = (xs_, xe)
-            else:
-                z = ((xs_, ys_) if xs_ < ys_ else ()) + ((ye, xe) if ye < xe else ())
-                if not z:
-                    continue
-            out_keys.append(key)
-            out_z.append(z)
-            out_x.append(wx)
-            out_y.append(wy)
+        if ":" in x or ":" in y:
+            keys.append(key)
+            xs.append(x)
+            ys.append(y)
+            wholes.append(whole)
             continue
-        keys.append(key)
-        xs.append(x)
-        ys.append(y)
-        batch_x.append(wx)
-        batch_y.append(wy)
+        first, dash, last = x.partition("-")
+        xs_ = int(first)
+        xe = (int(last) if dash else xs_) + 1
+        if y:
+            first, dash, last = y.partition("-")
+            ys_ = int(first)
+            ye = (int(last) if dash else ys_) + 1
+        else:
+            ys_ = ye = 0
+        if xe <= xs_:
+            continue  # a reversed interval: the empty set
+        if ye <= ys_ or ye <= xs_ or xe <= ys_:
+            z = (xs_, xe)
+        else:
+            z = ((xs_, ys_) if xs_ < ys_ else ()) + ((ye, xe) if ye < xe else ())
+            if not z:
+                continue
+        if whole is not None:
+            cut.append((key, z) + whole)
+        elif out is None:
+            return None
+        else:
+            out[key] = z
     n = len(keys)
     if n:
         flats = _convert_texts(xs + ys)
         for i in range(n):
             z = iv.difference(flats[i], flats[n + i])
             if z:
-                out_keys.append(keys[i])
-                out_z.append(z)
-                out_x.append(batch_x[i])
-                out_y.append(batch_y[i])
-    return out_keys, out_z, out_x, out_y
-
-
-def _unresolved(a: dict, b: dict, out: dict | None) -> list[tuple]:
-    """``(key, z, y)`` for the blocks whose z - S(y) needs y converted; the others' final
-    non-empty z go into ``out`` (for a difference), or, with ``out`` None (a subset test), the
-    first one ends the work: ``[None]`` is returned."""
-    cut = []
-    for key, z, x, y in zip(*_pending(a, b)):
-        if x is None:
-            if out is None:
-                return [None]
-            out[key] = z
-        else:
-            cut.append((key, z, x, y))
-    if not cut:
-        return []
-    rest = []
-    for item, disjoint in zip(cut, increasing([x for _, _, x, _ in cut])):
-        if disjoint:
-            if out is None:
-                return [None]
-            out[item[0]] = item[1]
-        else:
-            rest.append((item[0], item[1], item[3]))
-    return rest
+                if wholes[i] is not None:
+                    cut.append((keys[i], z) + wholes[i])
+                elif out is None:
+                    return None
+                else:
+                    out[keys[i]] = z
+    return cut
 
 
 def _raw_difference(a: dict, b: dict) -> dict:
     """``{key: canonical flat tuple}`` of ``a - b`` (``Gtid_set::remove_gtid_set``)."""
     out: dict = {}
-    rest = _unresolved(a, b, out)
-    for (key, z, _), y in zip(rest, _convert_texts([y for _, _, y in rest])):
-        r = iv.difference(z, y)
-        if r:
-            out[key] = r
+    cut = _pending(a, b, out)
+    if cut:
+        rest = []
+        for item, disjoint in zip(cut, increasing([x for _, _, x, _ in cut])):
+            if disjoint:
+                out[item[0]] = item[1]
+            else:
+                rest.append(item)
+        for (key, z, _, _), y in zip(rest, _convert_texts([y for _, _, _, y in rest])):
+            r = iv.difference(z, y)
+            if r:
+                out[key] = r
     return out
 
 
 def _raw_is_subset(a: dict, b: dict) -> bool:
     """``a <= b`` (``Gtid_set::is_subset``)."""
-    rest = _unresolved(a, b, None)
-    if rest == [None]:
+    cut = _pending(a, b, None)
+    if cut is None:
         return False
-    for (_, z, _), y in zip(rest, _convert_texts([y for _, _, y in rest])):
-        if not iv.is_subset(z, y):
+    if cut:
+        if any(increasing([x for _, _, x, _ in cut])):
             return False
+        for (_, z, _, _), y in zip(cut, _convert_texts([y for _, _, _, y in cut])):
+            if not iv.is_subset(z, y):
+                return False
     return True
