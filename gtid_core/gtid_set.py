@@ -22,6 +22,7 @@ from itertools import filterfalse
 
 from gtid_core import _intervals as iv
 from gtid_core._gtid_text import (
+    BATCH_CHARS,
     MAX_GNO,
     convert_blocks,
     format_set,
@@ -469,19 +470,13 @@ def _distinct_intervals(x: str, y: str) -> tuple[str, str]:
     return ":".join(filterfalse(in_y, xs)), ":".join(filterfalse(in_x, ys))
 
 
-#: A text at least this long (characters) is converted on its own rather than in a batch with
-#: others: the C JSON scanner and the list passes after it run faster on a block that stays in
-#: the CPU cache.
-_BATCH_CHARS = 1 << 15
-
-
 def _convert_texts(texts: list[str]) -> list[tuple]:
     """Canonical flat tuples of interval texts (as kept by :func:`parse_raw`, or parts of them;
     "" is the empty set); short texts are converted together in one batch."""
     out: list[tuple] = [()] * len(texts)
     small = []
     for i, t in enumerate(texts):
-        if len(t) >= _BATCH_CHARS:
+        if len(t) >= BATCH_CHARS:  # on its own: faster on text that stays in the CPU cache
             m = convert_blocks([i], [t], True)
             if m is None:
                 raise AssertionError("interval text accepted by parse_raw failed to convert")
