@@ -89,6 +89,7 @@ _RAW_ITEM_RE = re.compile(
 _ITEM_KEY = itemgetter(0, 1)
 _ITEM_INTERVALS = itemgetter(2)
 _ITEM_TAGGED = itemgetter(3)
+_ITEM_TAGGED_KEY = itemgetter(1)  # the tag of a (uuid, tag) key
 _BULK_TAGGED_RE = re.compile(r":[a-z_]")
 _BULK_TAG_SPLIT_RE = re.compile(r":([a-z_][a-z0-9_]*)(?=:|$)")
 _scan_json = json.JSONDecoder().scan_once  # the C scanner, without decode()'s whitespace regexes
@@ -532,6 +533,15 @@ def scan(text: str) -> dict:
 def format_set(keys, mapping, separator: str) -> str:
     """Server text of a set given its sorted ``(uuid, tag)`` keys: UUID printed once, untagged
     intervals first, then each tag, blocks joined by ``separator`` (``",\\n"`` on the server)."""
+    if not any(map(_ITEM_TAGGED_KEY, keys)):  # no tag: one block per UUID
+        blocks = []
+        for (uuid, _), flat in zip(keys, map(mapping.__getitem__, keys)):
+            if len(flat) == 2:  # one interval (inline: the common case of a healthy fleet)
+                s, e = flat
+                blocks.append(f"{uuid}:{s}" if e - s == 1 else f"{uuid}:{s}-{e - 1}")
+            else:
+                blocks.append(f"{uuid}:{format_intervals(flat)}")
+        return separator.join(blocks)
     blocks = []
     prev = None
     for key in keys:

@@ -465,9 +465,10 @@ def _distinct_intervals(x: str, y: str) -> tuple[str, str]:
         return x, y
     xs = x.split(":")
     ys = y.split(":")
-    in_x = set(xs).__contains__
-    in_y = set(ys).__contains__
-    return ":".join(filterfalse(in_y, xs)), ":".join(filterfalse(in_x, ys))
+    only_y = set(ys)
+    x_only = ":".join(filterfalse(only_y.__contains__, xs))
+    only_y.difference_update(xs)  # in place: no second large set
+    return x_only, ":".join(filter(only_y.__contains__, ys))  # in y's order
 
 
 def _convert_texts(texts: list[str]) -> list[tuple]:
