@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from itertools import accumulate, compress, islice, repeat
+from itertools import accumulate, chain, compress, islice, repeat
 from operator import ge, gt, itemgetter, lt
 
 from gtid_core._intervals import format_intervals, normalize, union
@@ -353,20 +353,27 @@ BATCH_CHARS = 1 << 15
 def increasing(texts: list[str]) -> list[bool]:
     """Whether the numbers written in each interval text (``"1-5:7:9-10"``, validated by
     :func:`parse_raw`) are strictly increasing, read without building intervals: one C JSON scan
-    per batch, then one C-level comparison pass per text. True implies the intervals are pairwise
-    disjoint (each starts after the previous one ends); canonical text always is."""
-    out = []
-    batch: list[str] = []
-    size = 0
-    for i, t in enumerate(texts):
-        batch.append(t)
-        size += len(t)
-        if size >= BATCH_CHARS or i == len(texts) - 1:
-            body = "[[" + "],[".join(batch).replace("-", ",").replace(":", ",") + "]]"
-            for nums in _scan_json(body, 0)[0]:
-                out.append(all(map(lt, nums, islice(nums, 1, None))))
-            batch = []
-            size = 0
+    per batch and one C-level comparison pass over all its numbers. True implies the intervals
+    are pairwise disjoint (each starts after the previous one ends); canonical text always is."""
+    out: list[bool] = []
+    lo = 0
+    while lo < len(texts):
+        hi = lo
+        size = 0
+        while hi < len(texts) and (size < BATCH_CHARS or hi == lo):
+            size += len(texts[hi])
+            hi += 1
+        body = "[[" + "],[".join(texts[lo:hi]).replace("-", ",").replace(":", ",") + "]]"
+        lists = _scan_json(body, 0)[0]
+        flat = list(chain.from_iterable(lists))
+        rising = list(map(lt, flat, islice(flat, 1, None)))
+        for end in islice(accumulate(map(len, lists)), len(lists) - 1):
+            rising[end - 1] = True  # the first number of the next text: not compared
+        if all(rising):  # the common case: every text of the batch increases
+            out += [True] * len(lists)
+        else:
+            out += [all(map(lt, nums, islice(nums, 1, None))) for nums in lists]
+        lo = hi
     return out
 
 
