@@ -86,6 +86,15 @@ _RAW_INTERVAL = rf"{_RAW_NUMBER}(?:-{_RAW_NUMBER})?+"
 _RAW_ITEM_RE = re.compile(
     rf"({_DASHED})()(?::({_RAW_INTERVAL}(?::{_RAW_INTERVAL})*+))?+"
     rf"((?::{_TAG}(?::{_RAW_INTERVAL})*+)*+)(?:,\n?|\Z)")
+# Text with tags is read token by token instead: a UUID (only at the start of the text or after
+# "," or ",\n") with its untagged intervals, or ":tag" (only right after a UUID, a number or
+# another tag) with its intervals. findall then yields every block directly; the same length
+# check proves nothing else was skipped.
+_RAW_TOKEN_RE = re.compile(
+    rf"(?:(?<![^,])|(?<=,\n))({_DASHED})(?::({_RAW_INTERVAL}(?::{_RAW_INTERVAL})*+))?+"
+    rf"|(?<=[0-9a-z_]):({_TAG})(?::({_RAW_INTERVAL}(?::{_RAW_INTERVAL})*+))?+")
+#: How far into the first item parse_raw looks for a tag to choose the token reader.
+_TAG_LOOKAHEAD = 4096
 _ITEM_KEY = itemgetter(0, 1)
 _ITEM_INTERVALS = itemgetter(2)
 _ITEM_TAGGED = itemgetter(3)
@@ -391,6 +400,10 @@ def parse_raw(text: str) -> dict | None:
     if not text or not text.isascii():  # ASCII: lower() changes nothing but A-Z
         return None
     t = text.lower()
+    first = t.find(",")
+    head = _TAG_LOOKAHEAD if first < 0 else min(first, _TAG_LOOKAHEAD)
+    if _BULK_TAGGED_RE.search(t, 0, head) is not None:  # tags early: most items have some
+        return _parse_raw_tokens(t)
     found = _RAW_ITEM_RE.findall(t)
     rests = list(map(_ITEM_INTERVALS, found))
     tagged = any(map(_ITEM_TAGGED, found))
@@ -427,6 +440,36 @@ def parse_raw(text: str) -> dict | None:
                     if chunk:
                         keys.append((uuid, pieces[k]))
                         rests.append(chunk[1:])
+    return _join_blocks(keys, rests)
+
+
+def _parse_raw_tokens(t: str) -> dict | None:
+    """:func:`parse_raw` for lowercased text with tags, read by ``_RAW_TOKEN_RE``."""
+    keys = []
+    rests = []
+    uuid = None
+    size = t.count(",") + t.count("\n")
+    for u, rest, tag, tagged_rest in _RAW_TOKEN_RE.findall(t):
+        if u:
+            uuid = u
+            size += 36
+            if rest:
+                keys.append((u, ""))
+                rests.append(rest)
+                size += 1 + len(rest)
+        else:
+            size += 1 + len(tag)
+            if tagged_rest:
+                keys.append((uuid, tag))
+                rests.append(tagged_rest)
+                size += 1 + len(tagged_rest)
+    if size != len(t):
+        return None
+    return _join_blocks(keys, rests)
+
+
+def _join_blocks(keys: list, rests: list[str]) -> dict:
+    """``{key: interval text}``; the texts of a key given in several places joined with ":"."""
     raw = dict(zip(keys, rests))
     if len(raw) != len(keys):
         raw = {}
