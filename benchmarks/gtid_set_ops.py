@@ -18,8 +18,10 @@ Method:
     ``SUM(GTID_SUBSET(a, b))``) is timed minus the bare scan ``SELECT SUM(LENGTH(a) +
     LENGTH(b)) FROM t``, divided by the rows: the C++ cost of parsing, the operation and (for
     subtract) formatting, without the client/network overhead of one call per pair.
-  * Every figure is the best of --repeat rounds; within a round the Python and the server
-    measurements alternate, so load from other processes on a shared machine hits both alike.
+  * Every figure is the best of --repeat rounds; each round measures every workload in turn and,
+    within a workload, alternates the Python and the server measurements, so a burst of load from
+    other processes on a shared machine neither covers all rounds of a workload nor hits only one
+    side.
   * python-mysql-replication 1.0.17 (``pip install .[bench]``): ``GtidSet(a)``, subset as
     ``b_set.__contains__(a_set)``, subtract per UUID with ``Gtid.__sub__`` (its GtidSet has no
     subtraction). It has no tags, so workload d is "n/a"; its parser does not merge repeated
@@ -215,18 +217,18 @@ class ServerTimer:
         cur.execute("SET SESSION max_execution_time = 0")
         cur.close()
 
-    def load(self, pairs):
+    def load(self, pairs, table: str):
         cur = self.conn.cursor()
-        cur.execute("DROP TABLE IF EXISTS gtid_bench.t")
-        cur.execute("CREATE TABLE gtid_bench.t (id INT PRIMARY KEY, a LONGTEXT, b LONGTEXT)")
+        cur.execute(f"DROP TABLE IF EXISTS gtid_bench.{table}")
+        cur.execute(f"CREATE TABLE gtid_bench.{table} (id INT PRIMARY KEY, a LONGTEXT, b LONGTEXT)")
         for i, (a, b) in enumerate(pairs):
-            cur.execute("INSERT INTO gtid_bench.t VALUES (%s, %s, %s)", (i, a, b))
+            cur.execute(f"INSERT INTO gtid_bench.{table} VALUES (%s, %s, %s)", (i, a, b))
         cur.close()
 
-    def once(self, expr: str) -> float:
+    def once(self, expr: str, table: str) -> float:
         cur = self.conn.cursor()
         t0 = time.perf_counter()
-        cur.execute(f"SELECT SUM({expr}) FROM gtid_bench.t")
+        cur.execute(f"SELECT SUM({expr}) FROM gtid_bench.{table}")
         cur.fetchall()
         elapsed = time.perf_counter() - t0
         cur.close()
@@ -240,33 +242,41 @@ SERVER_EXPRS = {
 }
 
 
-def measure(pairs, timer, rounds: int) -> dict:
-    """Best time of each measurement over ``rounds`` rounds; within a round the Python and the
-    server measurements alternate, so that a burst of load on the shared machine hits both."""
+def measure(workloads: dict, timer, rounds: int) -> dict:
+    """Best time per pair of each measurement over ``rounds`` rounds, ``{(workload, who, op):
+    seconds}``. Each round measures every workload in turn, and within a workload alternates the
+    Python and the server measurements, so the rounds of one workload are spread over the whole
+    run: a burst of load from other processes on a shared machine (they last seconds here) cannot
+    cover all of them, and hits the Python and the server figures alike."""
     ours = {"parse": ours_parse, "subtract": ours_subtract, "subset": ours_subset}
-    best = {}
+    best: dict = {}
 
     def keep(key, seconds):
         best[key] = min(best.get(key, float("inf")), seconds)
 
+    tables = {name: f"t_{i}" for i, name in enumerate(workloads)}
     if timer is not None:
-        timer.load(pairs)
-        for expr in SERVER_EXPRS.values():
-            timer.once(expr)  # warm the buffer pool
+        for name, pairs in workloads.items():
+            timer.load(pairs, tables[name])
+            for expr in SERVER_EXPRS.values():
+                timer.once(expr, tables[name])  # warm the buffer pool
     for _ in range(rounds):
-        for name, fn in ours.items():
-            t0 = time.perf_counter()
-            fn(pairs)
-            keep(("ours", name), time.perf_counter() - t0)
-            if timer is not None and name in SERVER_EXPRS:
-                keep(("server", name), timer.once(SERVER_EXPRS[name]))
-        if timer is not None:
-            keep(("server", "scan"), timer.once(SERVER_EXPRS["scan"]))
-    n = len(pairs)
-    out = {k: v / n for k, v in best.items()}
+        for name, pairs in workloads.items():
+            for op, fn in ours.items():
+                t0 = time.perf_counter()
+                fn(pairs)
+                keep((name, "ours", op), time.perf_counter() - t0)
+                if timer is not None and op in SERVER_EXPRS:
+                    keep((name, "server", op), timer.once(SERVER_EXPRS[op], tables[name]))
+            if timer is not None:
+                keep((name, "server", "scan"), timer.once(SERVER_EXPRS["scan"], tables[name]))
+    out = {}
+    for (name, who, op), seconds in best.items():
+        out[(name, who, op)] = seconds / len(workloads[name])
     if timer is not None:
-        for name in ("subtract", "subset"):
-            out[("server", name)] -= out[("server", "scan")]
+        for name in workloads:
+            for op in ("subtract", "subset"):
+                out[(name, "server", op)] -= out[(name, "server", "scan")]
     return out
 
 
@@ -342,7 +352,7 @@ def main(argv=None) -> int:
     ap.add_argument("--port", type=int)
     ap.add_argument("--user", default="root")
     ap.add_argument("--no-server", action="store_true")
-    ap.add_argument("--repeat", type=int, default=9, help="rounds (best of)")
+    ap.add_argument("--repeat", type=int, default=25, help="rounds (best of)")
     ap.add_argument("--only", help="run only the workloads whose name starts with these letters")
     ap.add_argument("--pmr-limit", type=float, default=30.0,
                     help="seconds allowed to python-mysql-replication for one pair")
@@ -352,21 +362,21 @@ def main(argv=None) -> int:
     rows = []
     with server_connection(args) as (conn, server_note):
         version = None
+        timer = None
         if conn is not None:
             cur = conn.cursor()
             cur.execute("SELECT @@version")
             version = cur.fetchone()[0]
             cur.close()
             timer = ServerTimer(conn)
-        for name, make in WORKLOADS.items():
-            if args.only and name[0] not in args.only:
-                continue
-            pairs = make(random.Random(SEED))
+        workloads = {name: make(random.Random(SEED)) for name, make in WORKLOADS.items()
+                     if not args.only or name[0] in args.only}
+        m = measure(workloads, timer, args.repeat)
+        for name, pairs in workloads.items():
             n = len(pairs)
             intervals = sum(len(list(GtidSet.parse(a))) for a, _ in pairs) / n
-            m = measure(pairs, timer if conn is not None else None, args.repeat)
-            o_parse, o_sub, o_subset = m[("ours", "parse")], m[("ours", "subtract")], m[("ours", "subset")]
-            s_sub, s_subset = m.get(("server", "subtract")), m.get(("server", "subset"))
+            o_parse, o_sub, o_subset = (m[(name, "ours", op)] for op in ("parse", "subtract", "subset"))
+            s_sub, s_subset = m.get((name, "server", "subtract")), m.get((name, "server", "subset"))
             p_sub = p_subset = None
             if pmr and not name.startswith("d"):
                 p_sub = pmr_time(pmr_subtract, pairs, max(1, args.repeat // 2), args.pmr_limit)
