@@ -391,8 +391,9 @@ def parse_raw(text: str) -> dict | None:
     servers print whose every number is written without leading zeros in at most 18 digits (so
     certainly in range: 1 <= n < 10^18 < 2^63-2); None for any other text.
 
-    The text is fully validated (``_RAW_ITEM_RE``, and every character accounted for), so a set
-    built from it is valid: converting a block later cannot fail. The interval text of a (uuid,
+    The text is fully validated (``_RAW_ITEM_RE``, or ``_RAW_TOKEN_RE`` for text whose first item
+    has a tag, and every character accounted for), so a set built from it is valid: converting a
+    block later cannot fail. The interval text of a (uuid,
     tag) given in several places is joined with ":", which the server reads as the union. Equal
     interval texts of one key always denote equal sets (a text determines its set), which is what
     lets operations skip them unread.
