@@ -93,7 +93,8 @@ _RAW_ITEM_RE = re.compile(
 _RAW_TOKEN_RE = re.compile(
     rf"(?:(?<![^,])|(?<=,\n))({_DASHED})(?::({_RAW_INTERVAL}(?::{_RAW_INTERVAL})*+))?+"
     rf"|(?<=[0-9a-z_]):({_TAG})(?::({_RAW_INTERVAL}(?::{_RAW_INTERVAL})*+))?+")
-#: How far into the first item parse_raw looks for a tag to choose the token reader.
+#: How far into the first item parse_raw looks for a tag to go straight to the token reader
+#: (sparing the item reader's pass over text that has tags).
 _TAG_LOOKAHEAD = 4096
 _ITEM_KEY = itemgetter(0, 1)
 _ITEM_INTERVALS = itemgetter(2)
@@ -353,37 +354,43 @@ def convert_blocks(keys: list, rests: list[str], in_range: bool = False) -> dict
     return out
 
 
-#: Interval texts at least this long (characters) are scanned on their own rather than in one
-#: batch with others: the C JSON scanner and the list passes after it run faster on text that
-#: stays in the CPU cache.
+#: ``increasing`` scans at most about this many characters at a time: on text that stays in the
+#: CPU cache the JSON scan and the comparison pass run measurably faster (3 % of workload b's
+#: subtraction, docs/benchmarks.md).
 BATCH_CHARS = 1 << 15
 
 
 def increasing(texts: list[str]) -> list[bool]:
     """Whether the numbers written in each interval text (``"1-5:7:9-10"``, validated by
     :func:`parse_raw`) are strictly increasing, read without building intervals: one C JSON scan
-    per batch and one C-level comparison pass over all its numbers. True implies the intervals
-    are pairwise disjoint (each starts after the previous one ends); canonical text always is."""
+    per batch of texts and one C-level comparison pass over all its numbers. True implies the
+    intervals are pairwise disjoint (each starts after the previous one ends); canonical text
+    always is."""
     out: list[bool] = []
-    lo = 0
-    while lo < len(texts):
-        hi = lo
-        size = 0
-        while hi < len(texts) and (size < BATCH_CHARS or hi == lo):
-            size += len(texts[hi])
-            hi += 1
-        body = "[[" + "],[".join(texts[lo:hi]).replace("-", ",").replace(":", ",") + "]]"
-        lists = _scan_json(body, 0)[0]
-        flat = list(chain.from_iterable(lists))
-        rising = list(map(lt, flat, islice(flat, 1, None)))
-        for end in islice(accumulate(map(len, lists)), len(lists) - 1):
-            rising[end - 1] = True  # the first number of the next text: not compared
-        if all(rising):  # the common case: every text of the batch increases
-            out += [True] * len(lists)
-        else:
-            out += [all(map(lt, nums, islice(nums, 1, None))) for nums in lists]
-        lo = hi
+    batch: list[str] = []
+    size = 0
+    for t in texts:
+        batch.append(t)
+        size += len(t)
+        if size >= BATCH_CHARS:
+            out += _increasing_batch(batch)
+            batch = []
+            size = 0
+    if batch:
+        out += _increasing_batch(batch)
     return out
+
+
+def _increasing_batch(texts: list[str]) -> list[bool]:
+    body = "[[" + "],[".join(texts).replace("-", ",").replace(":", ",") + "]]"
+    lists = _scan_json(body, 0)[0]
+    flat = list(chain.from_iterable(lists))
+    rising = list(map(lt, flat, islice(flat, 1, None)))
+    for end in islice(accumulate(map(len, lists)), len(lists) - 1):
+        rising[end - 1] = True  # the first number of the next text: not compared
+    if all(rising):  # the common case: every text increases
+        return [True] * len(lists)
+    return [all(map(lt, nums, islice(nums, 1, None))) for nums in lists]
 
 
 def parse_raw(text: str) -> dict | None:
@@ -391,9 +398,9 @@ def parse_raw(text: str) -> dict | None:
     servers print whose every number is written without leading zeros in at most 18 digits (so
     certainly in range: 1 <= n < 10^18 < 2^63-2); None for any other text.
 
-    The text is fully validated (``_RAW_ITEM_RE``, or ``_RAW_TOKEN_RE`` for text whose first item
-    has a tag, and every character accounted for), so a set built from it is valid: converting a
-    block later cannot fail. The interval text of a (uuid,
+    The text is fully validated (``_RAW_ITEM_RE`` for text without tags, ``_RAW_TOKEN_RE`` for
+    text with tags, and every character accounted for), so a set built from it is valid:
+    converting a block later cannot fail. The interval text of a (uuid,
     tag) given in several places is joined with ":", which the server reads as the union. Equal
     interval texts of one key always denote equal sets (a text determines its set), which is what
     lets operations skip them unread.
@@ -406,41 +413,23 @@ def parse_raw(text: str) -> dict | None:
     if _BULK_TAGGED_RE.search(t, 0, head) is not None:  # tags early: most items have some
         return _parse_raw_tokens(t)
     found = _RAW_ITEM_RE.findall(t)
+    if any(map(_ITEM_TAGGED, found)):  # tags only in later items: the token reader after all
+        return _parse_raw_tokens(t)
     rests = list(map(_ITEM_INTERVALS, found))
-    tagged = any(map(_ITEM_TAGGED, found))
-    # 36 characters of UUID per item, ":" before non-empty intervals, the rest as captured, and
-    # every comma and newline (no item holds one): the length of the text if nothing else was
-    # skipped.
+    # 36 characters of UUID per item, ":" before non-empty intervals, the intervals, and every
+    # comma and newline (no item holds one): the length of the text if nothing else was skipped.
     size = (37 * len(found) - rests.count("") + sum(map(len, rests))
             + t.count(",") + t.count("\n"))
-    if tagged:
-        size += sum(map(len, map(_ITEM_TAGGED, found)))
     if size != len(t):
         return None
-    if not tagged:
-        raw = dict(zip(map(_ITEM_KEY, found), rests))
-        if len(raw) == len(found) and "" not in rests:
-            return raw  # the common case: every UUID once, each with intervals
-        keys = list(map(_ITEM_KEY, found))
-        if "" in rests:  # a UUID without intervals: the server ignores it
-            keep = list(map(bool, rests))
-            keys = list(compress(keys, keep))
-            rests = list(compress(rests, keep))
-    else:
-        keys = []
-        intervals = rests
-        rests = []
-        for (uuid, _, _, tail), rest in zip(found, intervals):
-            if rest:
-                keys.append((uuid, ""))
-                rests.append(rest)
-            if tail:
-                pieces = _BULK_TAG_SPLIT_RE.split(tail)
-                for k in range(1, len(pieces), 2):
-                    chunk = pieces[k + 1]
-                    if chunk:
-                        keys.append((uuid, pieces[k]))
-                        rests.append(chunk[1:])
+    raw = dict(zip(map(_ITEM_KEY, found), rests))
+    if len(raw) == len(found) and "" not in rests:
+        return raw  # the common case: every UUID once, each with intervals
+    keys = list(map(_ITEM_KEY, found))
+    if "" in rests:  # a UUID without intervals: the server ignores it
+        keep = list(map(bool, rests))
+        keys = list(compress(keys, keep))
+        rests = list(compress(rests, keep))
     return _join_blocks(keys, rests)
 
 
@@ -586,23 +575,13 @@ def format_set(keys, mapping, separator: str) -> str:
     intervals first, then each tag, blocks joined by ``separator`` (``",\\n"`` on the server)."""
     if not any(map(_ITEM_TAGGED_KEY, keys)):  # no tag: one block per UUID
         blocks = []
-        for (uuid, _), flat in zip(keys, map(mapping.__getitem__, keys)):
-            if len(flat) == 2:  # one interval (inline: the common case of a healthy fleet)
-                s, e = flat
-                blocks.append(f"{uuid}:{s}" if e - s == 1 else f"{uuid}:{s}-{e - 1}")
-            else:
-                blocks.append(f"{uuid}:{format_intervals(flat)}")
-        return separator.join(blocks)
+        return separator.join([f"{uuid}:{format_intervals(flat)}"
+                               for (uuid, _), flat in zip(keys, map(mapping.__getitem__, keys))])
     blocks = []
     prev = None
     for key in keys:
         uuid, tag = key
-        flat = mapping[key]
-        if len(flat) == 2:  # one interval (inline: the common case of a healthy fleet)
-            s, e = flat
-            ivs = str(s) if e - s == 1 else f"{s}-{e - 1}"
-        else:
-            ivs = format_intervals(flat)
+        ivs = format_intervals(mapping[key])
         piece = f":{tag}:{ivs}" if tag else f":{ivs}"
         if uuid == prev:
             blocks[-1] += piece

@@ -173,8 +173,9 @@ def difference(a: tuple, b: tuple) -> tuple:
                 out.append(e)
         return tuple(out)
     # One pass with iterators (cheaper than indexing): for each interval [s, e) of a, skip the
-    # intervals of b that end before s, then cut out those that start before e. An exhausted b
-    # reads as one interval beyond every gno.
+    # intervals of b that end at or before s, and cut out those that start before e; the part of
+    # [s, e) left after cutting one out starts where it ends, so the skip step takes the next.
+    # An exhausted b reads as one interval beyond every gno.
     out: list[int] = []
     append = out.append
     next_b = iter(b).__next__
@@ -184,25 +185,23 @@ def difference(a: tuple, b: tuple) -> tuple:
     next_a = it.__next__
     for s in it:
         e = next_a()
-        while be <= s:
-            try:
-                bs = next_b()
-                be = next_b()
-            except StopIteration:
-                bs = be = _BEYOND
-        while bs < e:
-            if bs > s:
-                append(s)
-                append(bs)
-            if be >= e:
-                s = e
+        while True:
+            if be <= s:
+                try:
+                    bs = next_b()
+                    be = next_b()
+                except StopIteration:
+                    bs = be = _BEYOND
+            elif bs >= e:
                 break
-            s = be
-            try:
-                bs = next_b()
-                be = next_b()
-            except StopIteration:
-                bs = be = _BEYOND
+            else:
+                if bs > s:
+                    append(s)
+                    append(bs)
+                if be >= e:
+                    s = e
+                    break
+                s = be
         if s < e:
             append(s)
             append(e)

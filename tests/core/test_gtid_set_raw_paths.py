@@ -246,8 +246,8 @@ _PALETTE = ",:-\n0123456789abcfz_ \u212a"
 @settings(max_examples=1500, deadline=None)
 @given(st.randoms(use_true_random=False), st.integers(0, 3))
 def test_both_raw_readers_agree_with_the_scanner(rng, edits):
-    """parse_raw has two readers (item by item; token by token for text whose first item has a
-    tag). Whatever either accepts, valid text in the printed shape or the same text with a few
+    """parse_raw has two readers (item by item for text without tags; token by token for text
+    with tags, chosen at once when the first item shows one). Whatever either accepts, valid text in the printed shape or the same text with a few
     characters inserted, deleted or replaced, denotes exactly the set the reference scanner reads,
     and text the scanner rejects is accepted by neither."""
     import gtid_core._gtid_text as gt
