@@ -218,7 +218,9 @@ def horizon_source(**kw):
     """A 9.7 source that purged S:1-100 and keeps three binary logs (HORIZON_LOGS)."""
     kw.setdefault("purged", f"{S}:1-100")
     kw.setdefault("logs", HORIZON_LOGS)
-    return server("src", S, version="9.7.4", executed=f"{S}:1-300:t1:1-5", **kw)
+    kw.setdefault("version", "9.7.4")
+    kw.setdefault("executed", f"{S}:1-300:t1:1-5")
+    return server("src", S, **kw)
 
 
 def stopped(executed, retrieved=""):
@@ -294,38 +296,28 @@ def test_near_purge_horizon_running_receiver_multi_binlog_is_reported():
     assert f.gtid_set == G(f"{S}:191-200") and f.evidence["receiver_running"] is True
 
 
-def test_near_purge_horizon_silent_when_already_purged():
-    """Already past the horizon (source purged S:1-100, replica at S:90): only source_purged_required_gtids."""
-    rep, ch = stopped(f"{S}:1-90")
-    findings = pair(rep, ch, horizon_source())
-    assert one(findings, "source_purged_required_gtids").gtid_set == G(f"{S}:91-100")
-    assert "replica_near_purge_horizon" not in ids(findings)
-
-
-def test_near_purge_horizon_silent_when_no_file_serves():
-    """No Previous_gtids is a subset (scan refusal, nothing in gtid_purged): only source_purged_required_gtids."""
-    src = horizon_source(purged="", logs=HORIZON_LOGS[1:])
-    rep, ch = stopped(f"{S}:1-150")
-    findings = pair(rep, ch, src)
-    assert one(findings, "source_purged_required_gtids")
-    assert "replica_near_purge_horizon" not in ids(findings)
-
-
-def test_near_purge_horizon_silent_when_replica_has_more_gtids():
-    """A replica the source refuses for having more of its GTIDs is not reported near the horizon too."""
-    rep, ch = stopped(f"{S}:1-150:301-302")
-    findings = pair(rep, ch, horizon_source())
-    assert one(findings, "replica_has_more_gtids").gtid_set == G(f"{S}:301-302")
-    assert "replica_near_purge_horizon" not in ids(findings)
-
-
-def test_near_purge_horizon_silent_on_old_source_skipping_purged():
-    """A 5.6.21 source that streams while skipping purged GTIDs is silent_purged_gap's, not this check's."""
-    src = server("src", S, version="5.6.21-log", executed=f"{S}:1-300", purged=f"{S}:1-100",
-                 logs=[("b.000001", ""), ("b.000002", f"{S}:1-200")])
-    rep, ch = stopped(f"{S}:1-50")
-    findings = pair(rep, ch, src)
-    assert one(findings, "silent_purged_gap")
+@pytest.mark.parametrize("source_kw, executed, other_check, other_set", [
+    pytest.param({}, f"{S}:1-90", "source_purged_required_gtids", f"{S}:91-100",
+                 id="already-purged"),  # past the horizon: source purged S:1-100, replica at S:90
+    pytest.param({"purged": "", "logs": HORIZON_LOGS[1:]}, f"{S}:1-150",
+                 "source_purged_required_gtids", None,
+                 id="no-file-serves"),  # no Previous_gtids is a subset, nothing in gtid_purged
+    pytest.param({}, f"{S}:1-150:301-302", "replica_has_more_gtids", f"{S}:301-302",
+                 id="replica-has-more"),  # the source refuses it for having more of its GTIDs
+    pytest.param({"version": "5.6.21-log", "executed": f"{S}:1-300",
+                  "logs": [("b.000001", ""), ("b.000002", f"{S}:1-200")]}, f"{S}:1-50",
+                 "silent_purged_gap", None,
+                 id="old-source-skips-purged"),  # 5.6.21 streams while skipping purged GTIDs
+])
+def test_near_purge_horizon_silent_when_another_check_owns_it(source_kw, executed, other_check,
+                                                              other_set):
+    """A replica the source would refuse, or that an old source silently skips, is reported by that
+    check (with exactly the GTIDs at stake, where given) and not also as near the horizon."""
+    rep, ch = stopped(executed)
+    findings = pair(rep, ch, horizon_source(**source_kw))
+    f = one(findings, other_check)
+    if other_set is not None:
+        assert f.gtid_set == G(other_set)
     assert "replica_near_purge_horizon" not in ids(findings)
 
 
