@@ -254,17 +254,14 @@ def _parse_bulk(text: str) -> dict | None:
     return convert_blocks(keys, rests)
 
 
-def _split_blocks(text: str, tagged: bool | None = None) -> tuple[list, list[str]]:
+def _split_blocks(text: str) -> tuple[list, list[str]]:
     """``(uuid, tag)`` keys and the interval text of each block (``"1-5:7"``) of text already
-    matched by ``_BULK_RE``, lowercased, in text order (a key may repeat).
-    ``tagged`` False says the text is known to have no tag (None: look)."""
+    matched by ``_BULK_RE``, lowercased, in text order (a key may repeat)."""
     t = text.lower()
     if "\n" in t:
         t = t.replace(",\n", ",")
     items = t.split(",")
-    if tagged is None:
-        tagged = _BULK_TAGGED_RE.search(t) is not None
-    if not tagged:
+    if _BULK_TAGGED_RE.search(t) is None:
         items = [it for it in items if len(it) > 37]
         return list(zip([it[:36] for it in items], repeat(""))), [it[37:] for it in items]
     keys = []
