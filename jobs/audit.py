@@ -1,112 +1,67 @@
-"""``gtid-audit audit | run | findings | explain``: the nightly audit of one collected run.
+"""The audit stage: one collected run's snapshot tables -> findings, history, the alert feed.
 
-Data flow (docs/audit.md has the table contracts):
+Data flow (docs/audit.md has the table contracts). Every arrow is a Spark join or a task over
+Arrow batches (``jobs.audit_tasks``); rows stay on the executors:
 
-1. read the run's snapshot tables (``servers``, ``channels``, ``binary_logs``, ``relay_log_tail``,
-   ``collection_errors``) and the previous audited run's ``servers`` and ``findings``;
-2. resolve every channel's source (``jobs.pairs``) on the driver, one DNS cache for the run;
-3. in Spark: join one row per pair (channel + replica snapshot + source snapshot + relay-log
-   tail) and one row per server (+ its previous snapshot), and run the gtid_core checks over
-   Arrow batches (``mapInArrow``): ``run_pair_checks`` and ``run_server_checks`` per row of each
-   batch, snapshots cached per batch so a source's sets are parsed once per batch;
-4. on the driver: ``collection_failed`` findings, silences, history (first_seen, resolved rows),
-   the alert feed; write ``findings``, ``alerts``, ``uuid_registry``, ``run_summary``; the
-   JSON-lines feed; optionally Alertmanager;
-5. exit code: 2 when open, unsilenced findings at or above ``--fail-on`` exist, 1 for a job
-   error, 0 otherwise.
+1. snapshots: ``servers`` + ``binary_logs`` -> one snapshot row per readable server;
+2. pairs: ``channels`` whose ``source_server`` the collector resolved, joined with the replica's
+   snapshot and relay-log tail, grouped by source and joined with the source's snapshot (its
+   binary-log headers travel once per source) -> ``check_source_batches``;
+3. servers: each snapshot with the previous audited run's -> ``check_server_batches``;
+4. job findings: failed/partial servers with their ``collection_errors``, unresolved channels
+   with the UUID registry;
+5. one finding per ``finding_key`` with silences applied; an outer join with the previous run's
+   findings gives ``first_seen``, resolved and carried rows, and the alert events;
+6. writes, one Delta commit each: ``findings``, ``alerts``, ``uuid_registry`` (a join of the
+   old registry with this run's servers); then the JSON-lines feed and Alertmanager (streamed
+   from the ``alerts`` table), then ``run_summary`` (aggregates), which marks the run audited.
+
+The driver holds counters, the list of runs, the UUID registry broadcast to the checks (one
+entry per server_uuid of the fleet) and the alert payloads it posts in chunks.
+Also ``gtid-audit findings`` (read with delta-rs, no Spark) and ``gtid-audit explain``.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
 import difflib
+import functools
 import json
 import logging
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
-from jobs.alerts import (
-    AlertDeliveryError,
-    AlertmanagerClient,
-    AlertmanagerSettings,
-    alert_events,
-    finding_key,
-    reconcile_findings,
-    severity_rank,
-    to_alertmanager,
-    write_jsonl,
-)
-from jobs.pairs import Resolution, SourceResolver, inventory_from_rows
-from jobs.silences import Silence, active_silences, expired_silences, match_silence, parse_silences
+from jobs import audit_tasks
+from jobs.audit_tasks import FINAL_FINDING_COLUMNS, RAW_FINDING_COLUMNS
+from jobs.config import AuditSettings, GtidAuditConfig, Silence
+from jobs.history import severity_rank
+from jobs.silences import active_silences, expired_silences, rules_of
 
 __all__ = [
-    "AuditSettings",
     "AuditError",
     "AuditOutcome",
-    "JOB_CHECKS",
-    "load_audit_settings",
     "exit_code_for",
+    "pick_runs",
     "audit_run",
+    "select_findings",
+    "check_catalogue",
+    "explain_text",
     "register",
-    "main",
 ]
 
 log = logging.getLogger("gtid_audit.audit")
 
-FailOn = Literal["critical", "warning", "never"]
-
-#: Columns of a finding as the checks produce it (before history and silences).
-RAW_FINDING_COLUMNS = ("finding_key", "check_id", "severity", "cluster", "server", "source", "channel",
-                       "title", "detail", "gtid_set", "gtid_count", "remediation", "check_version",
-                       "evidence")
-_INT64_MAX = 2**63 - 1
+#: Alert payloads posted to Alertmanager per request.
+ALERT_CHUNK = 500
 
 
 class AuditError(RuntimeError):
-    """Raised when the audit cannot run at all: no collected run, an unknown run id, a
-    configuration error in the ``audit`` section. The message names the run or the key."""
-
-
-class AuditSettings(BaseModel):
-    """The ``audit:`` section of the configuration (validated here; jobs/config.py passes it
-    through as a mapping)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    fail_on: FailOn = "critical"
-    alert_min_severity: Literal["info", "warning", "critical"] = "warning"
-    silences: tuple[Silence, ...] = ()
-    alertmanager: AlertmanagerSettings | None = None
-
-    @field_validator("silences", mode="before")
-    @classmethod
-    def _silences(cls, value: object) -> object:
-        return parse_silences(value)
-
-
-def load_audit_settings(raw: Mapping[str, Any] | None, source: str = "<config>") -> AuditSettings:
-    """Validate the raw ``audit`` mapping; errors name the file and the key. A silence naming
-    a check id that does not exist is an error, not a silence that never matches."""
-    try:
-        settings = AuditSettings.model_validate(dict(raw or {}))
-    except ValidationError as exc:
-        problems = "; ".join(f"audit.{'.'.join(map(str, e['loc']))}: {e['msg']} (value {e.get('input')!r})"
-                             for e in exc.errors())
-        raise AuditError(f"{source}: invalid audit section: {problems}") from None
-    except ValueError as exc:  # SilenceError from the silences validator
-        raise AuditError(f"{source}: {exc}") from None
-    known = check_catalogue()
-    for i, silence in enumerate(settings.silences):
-        if silence.check is not None and silence.check not in known:
-            raise AuditError(f"{source}: audit.silences[{i}].check: unknown check id {silence.check!r} "
-                             f"(gtid-audit explain lists them: {', '.join(sorted(known))})")
-    return settings
+    """Raised when the audit cannot run at all: no collected run, an unknown run id. The
+    message names the run."""
 
 
 def exit_code_for(rows: Iterable[Mapping[str, Any]], fail_on: str) -> int:
@@ -119,460 +74,6 @@ def exit_code_for(rows: Iterable[Mapping[str, Any]], fail_on: str) -> int:
         if r.get("status") == "open" and not r.get("silenced") and severity_rank(r["severity"]) >= threshold:
             return 2
     return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# the checks the job itself makes (the others live in gtid_core.checks)
-
-
-def _job_check(check_id: str, severity: str, title: str, meaning: str, server_error: str | None,
-               remediation: str):
-    from gtid_core.checks import CheckInfo
-    from gtid_core.findings import Severity
-
-    return CheckInfo(check_id=check_id, version=1, default_severity=Severity(severity), scope="job",
-                     title=title, meaning=meaning, server_error=server_error, remediation=remediation)
-
-
-#: The checks the audit job makes itself, in gtid_core's ``CheckInfo`` shape (scope ``job``).
-JOB_CHECKS = {c.check_id: c for c in (
-    _job_check("collection_failed", "critical", "Server could not be collected",
-               "Nothing could be read from this server in this run, so none of its checks ran: the "
-               "audit is blind there. The finding carries the error class of collection_errors "
-               "(unreachable, timeout, auth_failed, privilege_missing, gtid_mode_off, ...). Findings "
-               "about it from the previous run are carried over as open, never resolved.",
-               None,
-               "Look at collection_errors for the run (message, errno); fix reachability, grants "
-               "(REPLICATION CLIENT, REPLICATION SLAVE, SELECT on performance_schema.replication_*) "
-               "or the server, then wait for the next run."),
-    _job_check("collection_partial", "warning", "Server was only partly collected",
-               "Some statements failed on this server (see collection_errors); the checks that need "
-               "the missing data could not see everything.",
-               None,
-               "Read collection_errors for the run and fix the failing statement (often a missing grant)."),
-    _job_check("snapshot_invalid", "critical", "Server reported a value the audit cannot parse",
-               "A value read from the server (a GTID set, a version, a state) could not be parsed, so "
-               "the checks of this server or pair could not run. The detail quotes the value.",
-               "ER_MALFORMED_GTID_SET_SPECIFICATION (1772) if the server itself were given that text",
-               "Compare the quoted value with what the server prints now; report a parser bug if the "
-               "server accepts it."),
-    _job_check("source_unresolved", "warning", "Replica's source is not in the inventory",
-               "The channel's Source_Host:Source_Port matches no inventory server by name, alias or "
-               "address, and its Source_UUID belongs to no server of this run (or several servers "
-               "match): the pair checks of this channel could not run.",
-               None,
-               "Add the source to the inventory (or its address to a server's aliases), or fix the "
-               "channel (CHANGE REPLICATION SOURCE TO ...). If the source is gone, the UUID registry "
-               "named in the detail says which server last had its UUID."),
-    _job_check("source_uuid_mismatch", "warning", "Source address now leads to another server",
-               "The server now at the channel's Source_Host:Source_Port has a different server_uuid "
-               "than the channel's Source_UUID (from the last connection): the source was rebuilt, a "
-               "virtual IP moved, or a failover happened that this replica has not reconnected "
-               "through yet. The next reconnect goes to a different server than the one it "
-               "replicated from; the pair checks are computed against the server at the address.",
-               "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER or ER_MASTER_HAS_PURGED_REQUIRED_GTIDS may follow "
-               "at the reconnect",
-               "Confirm the intended source; read this pair's other findings (errant transactions, "
-               "purged required GTIDs) before the replica reconnects."),
-)}
-
-
-def _row(check_id: str, severity: str, *, cluster: str | None, server: str, source: str | None = None,
-         channel: str | None = None, title: str, detail: str, gtid_set: str | None = None,
-         gtid_count: int | None = None, remediation: str | None = None, check_version: int = 1,
-         evidence: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "finding_key": finding_key(check_id, server, source, channel),
-        "check_id": check_id, "severity": severity, "cluster": cluster, "server": server,
-        "source": source, "channel": channel, "title": title, "detail": detail,
-        "gtid_set": gtid_set, "gtid_count": gtid_count if gtid_count is None or gtid_count <= _INT64_MAX else None,
-        "remediation": remediation, "check_version": check_version,
-        "evidence": json.dumps(dict(evidence), sort_keys=True, default=str) if evidence else None,
-    }
-
-
-def _job_finding(check_id: str, **kw: Any) -> dict[str, Any]:
-    info = JOB_CHECKS[check_id]
-    kw.setdefault("title", info.title)
-    kw.setdefault("remediation", info.remediation)
-    return _row(check_id, kw.pop("severity", info.default_severity.value), **kw)
-
-
-#: What to do first, by the error class of collection_errors (the generic advice otherwise).
-_COLLECTION_ADVICE = {
-    "unreachable": "The server refused or dropped the connection: check that it runs, that host and "
-                   "port in the configuration are right, and that firewalls let the auditor through.",
-    "timeout": "The server did not answer within connect_timeout_s / read_timeout_s / "
-               "server_deadline_s: check its load and the network, or raise the timeouts for it.",
-    "auth_failed": "The server rejected the audit account (errno 1045 and similar): check the password "
-                   "reference (password_env / password_file / option_file) resolves to the account's "
-                   "current password, and that the account exists for the auditor's host.",
-    "privilege_missing": "The audit account lacks a grant: apply deploy/grants.sql (REPLICATION CLIENT, "
-                         "REPLICATION SLAVE, SELECT on performance_schema.replication_*).",
-    "config_error": "The configuration could not be resolved for this server (e.g. a password "
-                    "reference that does not exist on the machine running the job): run "
-                    "`gtid-audit config check --strict FILE`.",
-}
-
-
-def collection_findings(servers: Sequence[Mapping[str, Any]],
-                        errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``collection_failed`` (status 'failed') and ``collection_partial`` (status 'partial')
-    findings, carrying the error classes and first messages of ``collection_errors``."""
-    by_server: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for e in sorted(errors, key=lambda e: (e["server"], e.get("seq") or 0)):
-        by_server[e["server"]].append(e)
-    out = []
-    for s in servers:
-        status = s.get("status")
-        if status not in ("failed", "partial"):
-            continue
-        errs = by_server.get(s["server"], [])
-        classes = sorted({e["error_class"] for e in errs}) or ["unknown"]
-        first = errs[0] if errs else {}
-        detail = (f"{'nothing' if status == 'failed' else 'not everything'} could be read from "
-                  f"{s['server']} ({s.get('host')}:{s.get('port')}): error class "
-                  f"{', '.join(classes)}" + (f"; {first.get('message')}" if first.get("message") else ""))
-        check_id = "collection_failed" if status == "failed" else "collection_partial"
-        advice = [_COLLECTION_ADVICE[c] for c in classes if c in _COLLECTION_ADVICE]
-        out.append(_job_finding(
-            check_id, cluster=s.get("cluster"), server=s["server"], detail=detail,
-            remediation="\n".join(advice + [JOB_CHECKS[check_id].remediation]),
-            evidence={"error_classes": classes, "errors": [
-                {k: e.get(k) for k in ("error_class", "errno", "message", "statement", "channel_name")}
-                for e in errs[:10]]},
-        ))
-    return out
-
-
-def resolution_findings(channel: Mapping[str, Any], res: Resolution, cluster: str | None) -> list[dict[str, Any]]:
-    """``source_unresolved`` / ``source_uuid_mismatch`` for one channel's resolution."""
-    out = []
-    server, name = channel["server"], channel.get("channel_name") or ""
-    if res.source is None:
-        out.append(_job_finding(
-            "source_unresolved", cluster=cluster, server=server, channel=name,
-            detail=f"channel {name or '(default)'!s} of {server}: {res.problem}",
-            evidence={**res.evidence, "candidates": list(res.candidates), "registry_owner": res.source_uuid_owner}))
-    elif res.uuid_mismatch:
-        out.append(_job_finding(
-            "source_uuid_mismatch", cluster=cluster, server=server, source=res.source, channel=name,
-            detail=f"channel {name or '(default)'!s} of {server}: {res.uuid_mismatch}",
-            evidence={**res.evidence, "registry_owner": res.source_uuid_owner}))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# table rows -> gtid_core snapshots (runs inside Spark tasks: plain dicts in)
-
-#: channels-table column -> the server's column name where they differ (the snapshot builders
-#: match names case-insensitively, so every other column is passed as is).
-_STATUS_RENAMES = {"io_running": "Replica_IO_Running", "sql_running": "Replica_SQL_Running",
-                   "io_state": "Replica_IO_State", "sql_running_state": "Replica_SQL_Running_State"}
-_CONNECTION_COLUMNS = {"received_transaction_set": "RECEIVED_TRANSACTION_SET",
-                       "service_state": "SERVICE_STATE",
-                       "queueing_transaction": "QUEUEING_TRANSACTION",
-                       "queueing_transaction_start_queue_timestamp": "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP",
-                       "last_queued_transaction": "LAST_QUEUED_TRANSACTION",
-                       "receiver_last_error_number": "LAST_ERROR_NUMBER",
-                       "receiver_last_error_message": "LAST_ERROR_MESSAGE"}
-_APPLIER_CONFIG_COLUMNS = {"assign_gtids_to_anonymous_transactions_type": "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE",
-                           "assign_gtids_to_anonymous_transactions_value": "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE"}
-#: channels-table columns the channel snapshot and the job read (the rest stays in the JVM).
-_CHANNEL_COLUMNS = ("channel_name", "source_host", "source_port", "source_uuid", "source_server_id",
-                    "retrieved_gtid_set", "executed_gtid_set", "io_running", "sql_running", "sql_running_state",
-                    "last_io_errno", "last_io_error", "last_io_error_timestamp", "last_sql_errno",
-                    "last_sql_error", "last_sql_error_timestamp", "auto_position", "source_log_file",
-                    "read_source_log_pos", "relay_log_file", "relay_log_pos", "relay_source_log_file",
-                    "exec_source_log_pos", "seconds_behind_source", "relay_tail_events",
-                    *_CONNECTION_COLUMNS, *_APPLIER_CONFIG_COLUMNS)
-_SERVER_COLUMNS = ("server_uuid", "server_id", "version", "gtid_mode", "enforce_gtid_consistency",
-                   "gtid_executed", "gtid_purged", "log_bin", "log_replica_updates", "sync_binlog",
-                   "innodb_flush_log_at_trx_commit", "relay_log_recovery", "replica_parallel_workers",
-                   "replica_preserve_commit_order", "binlog_format", "relay_log_info_repository",
-                   "read_only", "super_read_only")
-
-
-def server_snapshot(row: Mapping[str, Any]):
-    """A ``ServerSnapshot`` from a servers-table row carrying ``binary_logs`` (a list of
-    binary_logs-table rows, None when the server's binary logs were not read)."""
-    from gtid_core.snapshots import ServerSnapshot
-
-    logs = row.get("binary_logs")
-    if logs is not None:
-        logs = [{"Log_name": b["log_name"], "File_size": b.get("file_size"), "Encrypted": b.get("encrypted"),
-                 "Previous_gtids": b.get("previous_gtids") if b.get("previous_gtids_read") else None}
-                for b in sorted(logs, key=lambda b: b["seq"])]
-    variables = {k: row.get(k) for k in _SERVER_COLUMNS if k in row}
-    return ServerSnapshot.from_rows(variables, binary_logs=logs, name=row["server"])
-
-
-def channel_snapshot(row: Mapping[str, Any]):
-    """A ``ChannelSnapshot`` from a channels-table row."""
-    from gtid_core.snapshots import ChannelSnapshot
-
-    status = {_STATUS_RENAMES.get(k, k): v for k, v in row.items()
-              if k not in _CONNECTION_COLUMNS and k not in _APPLIER_CONFIG_COLUMNS}
-    connection = {v: row.get(k) for k, v in _CONNECTION_COLUMNS.items() if k in row}
-    applier = {v: row.get(k) for k, v in _APPLIER_CONFIG_COLUMNS.items() if k in row}
-    if all(v is None for v in connection.values()):
-        connection = None
-    if all(v is None for v in applier.values()):
-        applier = None
-    return ChannelSnapshot.from_rows(status, connection_status=connection, applier_configuration=applier)
-
-
-def relay_tail_rows(rows: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
-    """relay_log_tail-table rows -> SHOW RELAYLOG EVENTS rows (server column names), in order."""
-    if rows is None:
-        return None
-    return [{"Log_name": r["log_name"], "Pos": r["pos"], "Event_type": r["event_type"],
-             "Server_id": r.get("event_server_id"), "End_log_pos": r.get("end_log_pos"), "Info": r.get("info")}
-            for r in sorted(rows, key=lambda r: r["seq"])]
-
-
-# ---------------------------------------------------------------------------------------------
-# checks in Spark
-
-
-def _raw_arrow_schema():
-    import pyarrow as pa
-
-    from schemas.audit import FINDINGS
-
-    return pa.schema([FINDINGS.to_arrow().field(c) for c in RAW_FINDING_COLUMNS])
-
-
-def _raw_spark_schema():
-    from pyspark.sql import types as T
-
-    from schemas.audit import FINDINGS
-
-    fields = {f.name: f for f in FINDINGS.to_spark().fields}
-    return T.StructType([fields[c] for c in RAW_FINDING_COLUMNS])
-
-
-def _finding_to_row(f: Any, cluster: str | None) -> dict[str, Any]:
-    d = f.to_dict()
-    return _row(d["check_id"], d["severity"], cluster=cluster, server=d["server"], source=d.get("source"),
-                channel=d.get("channel"), title=d["title"], detail=d["detail"], gtid_set=d.get("gtid_set"),
-                gtid_count=d.get("gtid_count"), remediation=d.get("remediation") or None,
-                check_version=int(d["check_version"]), evidence=d.get("evidence") or None)
-
-
-def _invalid(server: Mapping[str, Any], exc: Exception, *, source: str | None = None,
-             channel: str | None = None) -> dict[str, Any]:
-    where = server["server"] + (f" (channel {channel or '(default)'} from {source})" if source else "")
-    return _job_finding("snapshot_invalid", cluster=server.get("cluster"), server=server["server"],
-                        source=source, channel=channel, detail=f"{where}: {exc}",
-                        evidence={"error": str(exc)})
-
-
-class _SnapshotCache:
-    """Server snapshots of one Arrow batch, parsed once per server name."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, Any] = {}
-
-    def get(self, row: Mapping[str, Any]) -> Any:
-        name = row["server"]
-        if name not in self._cache:
-            self._cache[name] = server_snapshot(row)
-        return self._cache[name]
-
-
-def _other_channels_gtids(row: Mapping[str, Any], channel_name: str):
-    """What the replica legitimately gets through its *other* channels: each one's
-    Retrieved_Gtid_Set and its resolved source's gtid_executed (None for a one-channel replica)."""
-    from gtid_core import GtidSet
-
-    others = [c for c in (row.get("all_channels") or []) if (c["channel_name"] or "") != channel_name]
-    if not others:
-        return None
-    out = GtidSet.EMPTY
-    for c in others:
-        for text in (c.get("retrieved_gtid_set"), c.get("source_gtid_executed")):
-            if text:
-                out = out | GtidSet.parse(text)
-    return out
-
-
-def check_pair_batches(batches: Iterator[Any], registry: Mapping[str, str]) -> Iterator[Any]:
-    """mapInArrow body: one input row per resolved pair (columns ``channel``, ``replica``,
-    ``source_snapshot``, ``relay_tail``, ``all_channels``), findings rows out."""
-    import pyarrow as pa
-
-    from gtid_core.checks import FleetContext, run_pair_checks
-    from gtid_core.errors import GtidCoreError
-    from gtid_core.relay_log import events_from_rows
-
-    schema = _raw_arrow_schema()
-    registry = dict(registry)
-    for batch in batches:
-        cache = _SnapshotCache()
-        out: list[dict[str, Any]] = []
-        for r in batch.to_pylist():
-            rep, src, ch = r["replica"], r["source_snapshot"], r["channel"]
-            name = ch.get("channel_name") or ""
-            try:
-                replica = cache.get(rep)
-                source = cache.get(src)
-                channel = channel_snapshot(ch)
-                tail = None
-                if ch.get("relay_tail_events") is not None:  # NULL: the tail was not read
-                    tail = events_from_rows(relay_tail_rows(r["relay_tail"] or []))
-                fleet = FleetContext(uuid_registry=registry, other_channels_gtids=_other_channels_gtids(r, name))
-                found = run_pair_checks(replica, channel, source, tail, fleet)
-            except GtidCoreError as exc:
-                out.append(_invalid(rep, exc, source=src["server"], channel=name))
-                continue
-            out.extend(_finding_to_row(f, rep.get("cluster")) for f in found)
-        yield pa.RecordBatch.from_pylist(out, schema=schema)
-
-
-def check_server_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body: one row per server (``snapshot``, ``previous``), findings rows out."""
-    import pyarrow as pa
-
-    from gtid_core.checks import run_server_checks
-    from gtid_core.errors import GtidCoreError
-
-    schema = _raw_arrow_schema()
-    for batch in batches:
-        out: list[dict[str, Any]] = []
-        for r in batch.to_pylist():
-            snap = r["snapshot"]
-            try:
-                current = server_snapshot(snap)
-                previous = server_snapshot(r["previous"]) if r["previous"] is not None else None
-                found = run_server_checks(current, previous)
-            except GtidCoreError as exc:
-                out.append(_invalid(snap, exc))
-                continue
-            out.extend(_finding_to_row(f, snap.get("cluster")) for f in found)
-        yield pa.RecordBatch.from_pylist(out, schema=schema)
-
-
-_BINLOG_FIELDS = ("seq", "log_name", "file_size", "encrypted", "previous_gtids", "previous_gtids_read")
-_TAIL_FIELDS = ("seq", "log_name", "pos", "event_type", "event_server_id", "end_log_pos", "info")
-
-
-def snapshot_frame(servers_df, binlogs_df):
-    """One row per readable server: its columns plus ``binary_logs`` (list of structs, NULL when
-    none were read)."""
-    from pyspark.sql import functions as F
-
-    cols = ["server", "cluster", "status", *_SERVER_COLUMNS]
-    logs = binlogs_df.groupBy("server").agg(
-        F.collect_list(F.struct(*_BINLOG_FIELDS)).alias("binary_logs"))
-    return (servers_df.where(F.col("status") != "failed").select(*cols)
-            .join(logs, "server", "left"))
-
-
-def pair_frame(snapshots_df, channels_df, relay_df, resolved_df):
-    """One row per resolved pair whose both servers were read: ``channel`` (struct of the
-    channels row), ``replica`` and ``source_snapshot`` (snapshot structs), ``relay_tail``."""
-    from pyspark.sql import functions as F
-
-    snap_struct = F.struct(*[F.col(c) for c in snapshots_df.columns])
-    rep = snapshots_df.select(F.col("server").alias("_rep"), snap_struct.alias("replica"))
-    src = snapshots_df.select(F.col("server").alias("_src"), snap_struct.alias("source_snapshot"))
-    tail = relay_df.groupBy("server", "channel_name").agg(
-        F.collect_list(F.struct(*_TAIL_FIELDS)).alias("relay_tail"))
-    wanted = [c for c in _CHANNEL_COLUMNS if c in channels_df.columns]
-    ch = channels_df.select("server", "channel_name", F.struct(*[F.col(c) for c in wanted]).alias("channel"))
-    # every channel of each replica, with its source's gtid_executed (multi-source replicas)
-    src_exec = snapshots_df.select(F.col("server").alias("_s"), F.col("gtid_executed").alias("source_gtid_executed"))
-    every = (channels_df.select("server", "channel_name", "retrieved_gtid_set")
-             .join(resolved_df, ["server", "channel_name"], "left")
-             .join(src_exec, F.col("source_server") == F.col("_s"), "left")
-             .groupBy("server")
-             .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_gtid_executed"))
-                  .alias("all_channels")))
-    pairs = ch.join(resolved_df, ["server", "channel_name"], "inner")
-    pairs = pairs.join(tail, ["server", "channel_name"], "left")
-    pairs = pairs.join(every, "server", "left")
-    pairs = pairs.join(rep, pairs["server"] == rep["_rep"], "inner")
-    pairs = pairs.join(src, pairs["source_server"] == src["_src"], "inner")
-    return pairs.select("channel", "replica", "source_snapshot", "relay_tail", "all_channels")
-
-
-def server_frame(snapshots_df, previous_df):
-    """One row per readable server: ``snapshot`` and ``previous`` (NULL without a previous run)."""
-    from pyspark.sql import functions as F
-
-    cur = snapshots_df.select(F.col("server").alias("_k"),
-                              F.struct(*[F.col(c) for c in snapshots_df.columns]).alias("snapshot"))
-    if previous_df is None:
-        return cur.select("snapshot", F.lit(None).cast(cur.schema["snapshot"].dataType).alias("previous"))
-    prev = previous_df.select(F.col("server").alias("_p"),
-                              F.struct(*[F.col(c) for c in previous_df.columns]).alias("previous"))
-    return cur.join(prev, cur["_k"] == prev["_p"], "left").select("snapshot", "previous")
-
-
-@dataclass(frozen=True)
-class _Value:
-    value: Any
-
-
-def _shipped(spark, value: Any) -> Any:
-    """A broadcast variable (one copy per executor) when the session has a SparkContext; under
-    Spark Connect, which has none, the value travels in the task closure."""
-    try:
-        return spark.sparkContext.broadcast(value)
-    except Exception:  # Spark Connect: no sparkContext
-        return _Value(value)
-
-
-def run_checks(spark, *, servers_df, binlogs_df, channels_df, relay_df, resolved_df,
-               previous_servers_df=None, previous_binlogs_df=None,
-               registry: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Every gtid_core check of one run, in Spark; returns the raw findings rows (driver)."""
-    snaps = snapshot_frame(servers_df, binlogs_df).cache()
-    reg = _shipped(spark, dict(registry))
-    try:
-        pairs = pair_frame(snaps, channels_df, relay_df, resolved_df)
-        pair_findings = pairs.mapInArrow(lambda it: check_pair_batches(it, reg.value), _raw_spark_schema())
-        prev = None
-        if previous_servers_df is not None:
-            prev = snapshot_frame(previous_servers_df, previous_binlogs_df)
-        server_findings = server_frame(snaps, prev).mapInArrow(check_server_batches, _raw_spark_schema())
-        table = pair_findings.unionByName(server_findings).toArrow()
-    finally:
-        snaps.unpersist()
-        if hasattr(reg, "destroy"):
-            reg.destroy()
-    return table.to_pylist()
-
-
-# ---------------------------------------------------------------------------------------------
-# the run: driver side
-
-
-@dataclass
-class AuditOutcome:
-    """What one audit run produced (the rows written and where the feed went)."""
-
-    run_id: str
-    run_date: dt.date
-    previous_run_id: str | None
-    findings: list[dict[str, Any]]
-    alerts: list[dict[str, Any]]
-    summary: dict[str, Any]
-    jsonl_path: str | None
-    exit_code: int
-    expired_silences: tuple[Silence, ...] = ()
-    delivery_error: str | None = None
-    registry: dict[str, str] = field(default_factory=dict)
-
-
-def _rows(warehouse: str, name: str, run_id: str | None = None, storage_options=None) -> list[dict[str, Any]]:
-    from jobs.delta_io import TableNotFoundError, read_arrow
-
-    try:
-        return read_arrow(warehouse, name, run_id, storage_options).to_pylist()
-    except TableNotFoundError:
-        return []
 
 
 def pick_runs(runs: Sequence[Mapping[str, Any]], audited: Iterable[str],
@@ -595,75 +96,216 @@ def pick_runs(runs: Sequence[Mapping[str, Any]], audited: Iterable[str],
     return current, previous
 
 
-def merge_registry(existing: Sequence[Mapping[str, Any]], servers: Sequence[Mapping[str, Any]], *,
-                   run_id: str, run_date: dt.date) -> list[dict[str, Any]]:
+# ---------------------------------------------------------------------------------------------
+# the Spark plan
+
+_BINLOG_FIELDS = ("seq", "log_name", "file_size", "encrypted", "previous_gtids", "previous_gtids_read")
+_TAIL_FIELDS = ("seq", "log_name", "pos", "event_type", "event_server_id", "end_log_pos", "info")
+
+
+def snapshot_frame(servers_df, binlogs_df):
+    """One row per readable server: its columns plus ``binary_logs`` (list of structs, NULL when
+    none were read)."""
+    from pyspark.sql import functions as F
+
+    cols = ["server", "cluster", "status", *audit_tasks._SERVER_COLUMNS]
+    logs = binlogs_df.groupBy("server").agg(F.collect_list(F.struct(*_BINLOG_FIELDS)).alias("binary_logs"))
+    return servers_df.where(F.col("status") != "failed").select(*cols).join(logs, "server", "left")
+
+
+def source_frame(snapshots_df, channels_df, relay_df):
+    """One row per source with at least one readable replica channel resolved to it:
+    ``source_snapshot`` (with its binary logs) and ``pairs`` (``channel``, ``replica`` without
+    binary logs, ``relay_tail``, ``all_channels``)."""
+    from pyspark.sql import functions as F
+
+    rep_cols = [c for c in snapshots_df.columns if c != "binary_logs"]
+    rep = snapshots_df.select(F.col("server").alias("_rep"), F.struct(*rep_cols).alias("replica"))
+    src = snapshots_df.select(F.col("server").alias("_src"),
+                              F.struct(*snapshots_df.columns).alias("source_snapshot"))
+    tail = relay_df.groupBy("server", "channel_name").agg(
+        F.collect_list(F.struct(*_TAIL_FIELDS)).alias("relay_tail"))
+    wanted = [c for c in audit_tasks._CHANNEL_COLUMNS if c in channels_df.columns]
+    ch = channels_df.where(F.col("source_server").isNotNull()).select(
+        "server", "channel_name", "source_server", F.struct(*wanted).alias("channel"))
+    # every channel of each replica, with its source's gtid_executed (multi-source replicas)
+    src_exec = snapshots_df.select(F.col("server").alias("_s"), F.col("gtid_executed").alias("source_gtid_executed"))
+    every = (channels_df.select("server", "channel_name", "retrieved_gtid_set", "source_server")
+             .join(src_exec, F.col("source_server") == F.col("_s"), "left")
+             .groupBy("server")
+             .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_gtid_executed"))
+                  .alias("all_channels")))
+    pairs = (ch.join(tail, ["server", "channel_name"], "left")
+             .join(every, "server", "left")
+             .join(rep, F.col("server") == F.col("_rep"), "inner"))
+    grouped = pairs.groupBy("source_server").agg(
+        F.collect_list(F.struct("channel", "replica", "relay_tail", "all_channels")).alias("pairs"))
+    return (grouped.join(src, F.col("source_server") == F.col("_src"), "inner")
+            .select("source_snapshot", "pairs"))
+
+
+def server_frame(snapshots_df, previous_df):
+    """One row per readable server: ``snapshot`` and ``previous`` (NULL without a previous run)."""
+    from pyspark.sql import functions as F
+
+    cur = snapshots_df.select(F.col("server").alias("_k"),
+                              F.struct(*[F.col(c) for c in snapshots_df.columns]).alias("snapshot"))
+    if previous_df is None:
+        return cur.select("snapshot", F.lit(None).cast(cur.schema["snapshot"].dataType).alias("previous"))
+    prev = previous_df.select(F.col("server").alias("_p"),
+                              F.struct(*[F.col(c) for c in previous_df.columns]).alias("previous"))
+    return cur.join(prev, cur["_k"] == prev["_p"], "left").select("snapshot", "previous")
+
+
+def _raw_spark_schema(columns: Sequence[str] = RAW_FINDING_COLUMNS):
+    from pyspark.sql import types as T
+
+    from schemas.audit import FINDINGS
+
+    fields = {f.name: f for f in FINDINGS.to_spark().fields}
+    return T.StructType([fields[c] for c in columns])
+
+
+def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
+    """``collection_failed`` / ``collection_partial`` and ``source_unresolved`` /
+    ``source_uuid_mismatch`` findings, as DataFrames."""
+    from pyspark.sql import functions as F
+
+    errs = errors_df.groupBy("server").agg(F.collect_list(F.struct(*errors_df.columns)).alias("errors"))
+    bad = (servers_df.where(F.col("status").isin("failed", "partial"))
+           .select("server", "cluster", "host", "port", "status").join(errs, "server", "left"))
+    collection = bad.mapInArrow(audit_tasks.collection_finding_batches, _raw_spark_schema())
+    owners = registry_df.select(F.col("server_uuid").alias("_u"), F.col("server").alias("registry_owner"))
+    unresolved = (channels_df.where(F.col("source_server").isNull() | F.col("source_uuid_mismatch").isNotNull())
+                  .join(owners, F.lower(F.col("source_uuid")) == F.col("_u"), "left").drop("_u"))
+    resolution = unresolved.mapInArrow(audit_tasks.resolution_finding_batches, _raw_spark_schema())
+    return collection, resolution
+
+
+def merged_registry_frame(old_df, servers_df, *, run_id: str, run_date: dt.date):
     """The uuid_registry after this run: every server_uuid read now is (re)attributed to its
     server with ``last_seen = run_date``; UUIDs not seen keep their row (the server may be gone,
     its GTIDs are not)."""
-    out = {r["server_uuid"]: dict(r) for r in existing}
-    for s in servers:
-        uuid = (s.get("server_uuid") or "").strip().lower()
-        if not uuid:
-            continue
-        before = out.get(uuid)
-        out[uuid] = {"run_id": run_id, "server_uuid": uuid, "server": s["server"], "cluster": s.get("cluster"),
-                     "first_seen": min(before["first_seen"], run_date) if before else run_date,
-                     "last_seen": max(before["last_seen"], run_date) if before else run_date}
-    return sorted(out.values(), key=lambda r: r["server_uuid"])
+    from pyspark.sql import functions as F
+
+    now = (servers_df.where(F.col("server_uuid").isNotNull())
+           .select(F.lower(F.trim("server_uuid")).alias("server_uuid"), "server", "cluster")
+           .groupBy("server_uuid").agg(F.min(F.struct("server", "cluster")).alias("s"))
+           .select("server_uuid", F.col("s.server").alias("n_server"), F.col("s.cluster").alias("n_cluster")))
+    day = F.lit(run_date)
+    joined = old_df.join(now, "server_uuid", "full_outer")
+    seen = F.col("n_server").isNotNull()
+    return joined.select(
+        F.when(seen, F.lit(run_id)).otherwise(F.col("run_id")).alias("run_id"),
+        "server_uuid",
+        F.when(seen, F.col("n_server")).otherwise(F.col("server")).alias("server"),
+        F.when(seen, F.col("n_cluster")).otherwise(F.col("cluster")).alias("cluster"),
+        F.when(seen, F.least(F.coalesce("first_seen", day), day)).otherwise(F.col("first_seen")).alias("first_seen"),
+        F.when(seen, F.greatest(F.coalesce("last_seen", day), day)).otherwise(F.col("last_seen")).alias("last_seen"),
+    )
 
 
-def _dedupe(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per finding_key: the most severe wins; the others' details are appended."""
-    best: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        key = r["finding_key"]
-        if key not in best:
-            best[key] = dict(r)
-            continue
-        log.warning("two findings with key %s (%s on %s); merging", key, r["check_id"], r["server"])
-        keep, other = (r, best[key]) if severity_rank(r["severity"]) > severity_rank(best[key]["severity"]) else (best[key], r)
-        keep = dict(keep)
-        keep["detail"] = f"{keep['detail']} | also: {other['detail']}"
-        best[key] = keep
-    return list(best.values())
+def history_input(current_df, previous_df, failed_df):
+    """The outer join of this run's findings and the previous run's on ``finding_key``:
+    ``cur``, ``prev`` (structs, NULL where absent) and ``blind`` (the previous finding's server
+    or source was not collected in this run)."""
+    from pyspark.sql import functions as F
+
+    c = current_df.alias("c")
+    p = previous_df.alias("p")
+    f1 = failed_df.select(F.col("server").alias("_f1"))
+    f2 = failed_df.select(F.col("server").alias("_f2"))
+    joined = (c.join(p, F.col("c.finding_key") == F.col("p.finding_key"), "full_outer")
+              .join(f1, F.col("p.server") == F.col("_f1"), "left")
+              .join(f2, F.col("p.source") == F.col("_f2"), "left"))
+    return joined.select(
+        F.when(F.col("c.finding_key").isNotNull(), F.struct(*[F.col(f"c.{n}") for n in current_df.columns])).alias("cur"),
+        F.when(F.col("p.finding_key").isNotNull(), F.struct(*[F.col(f"p.{n}") for n in previous_df.columns])).alias("prev"),
+        (F.col("_f1").isNotNull() | F.col("_f2").isNotNull()).alias("blind"))
 
 
-def apply_silences(rows: Sequence[Mapping[str, Any]], silences: Sequence[Silence]) -> list[dict[str, Any]]:
-    """Set ``silenced`` / ``silence_id`` on every row from the active ``silences``."""
-    out = []
-    for r in rows:
-        m = match_silence(r, silences)
-        out.append({**r, "silenced": m is not None, "silence_id": m.silence_id if m else None})
-    return out
+# ---------------------------------------------------------------------------------------------
+# the run
+
+
+@dataclass
+class AuditOutcome:
+    """What one audit run produced: counters and where the feed went (the rows are in the
+    tables; :meth:`findings` reads them back)."""
+
+    run_id: str
+    run_date: dt.date
+    previous_run_id: str | None
+    warehouse: str
+    summary: dict[str, Any]
+    jsonl_path: str | None
+    exit_code: int
+    expired_silences: tuple[Silence, ...] = ()
+    delivery_error: str | None = None
+
+    def findings(self, storage_options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """This run's findings rows, read back (delta-rs) from the ``findings`` table."""
+        from jobs.delta_io import read_arrow
+
+        return read_arrow(self.warehouse, "findings", self.run_id, storage_options).to_pylist()
+
+    def alerts(self, storage_options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """This run's alert events, read back from the ``alerts`` table."""
+        from jobs.delta_io import read_arrow
+
+        return read_arrow(self.warehouse, "alerts", self.run_id, storage_options).to_pylist()
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def build_summary(*, run_id: str, run_date: dt.date, findings: Sequence[Mapping[str, Any]],
-                  events: Sequence[Mapping[str, Any]], servers: Sequence[Mapping[str, Any]],
-                  pairs_audited: int, collect_seconds: float | None, audit_seconds: float,
-                  delivered: bool | None, expired: Sequence[Silence], fail_on: str,
-                  exit_code: int) -> dict[str, Any]:
-    """The run_summary row."""
-    open_rows = [r for r in findings if r["status"] == "open"]
+def _empty(spark, table: str):
+    from schemas import get_table
+
+    return spark.createDataFrame([], schema=get_table(table).to_spark())
+
+
+def _read_or_empty(spark, warehouse: str, table: str, run_id: str | None = None):
+    from jobs.delta_io import TableNotFoundError, read_frame
+
+    try:
+        return read_frame(spark, warehouse, table, run_id)
+    except TableNotFoundError:
+        return _empty(spark, table)
+
+
+def build_summary(*, run_id: str, run_date: dt.date, counts: Sequence[Mapping[str, Any]],
+                  events: Mapping[str, int], servers: Mapping[str, int], pairs_audited: int,
+                  collect_seconds: float | None, audit_seconds: float, delivered: bool | None,
+                  expired: Sequence[Any], fail_on: str, exit_code: int) -> dict[str, Any]:
+    """The run_summary row from aggregates: ``counts`` has one row per (check_id, severity,
+    status, silenced) with its ``count``; ``events`` counts alert events by kind; ``servers``
+    counts servers by collection status."""
     by_check: dict[str, Counter] = defaultdict(Counter)
-    for r in open_rows:
-        by_check[r["check_id"]][r["severity"]] += 1
-    by_sev = Counter(r["severity"] for r in open_rows if not r["silenced"])
+    by_sev: Counter = Counter()
+    open_n = silenced_n = resolved_n = 0
+    for c in counts:
+        n = int(c["count"])
+        if c["status"] == "open":
+            open_n += n
+            by_check[c["check_id"]][c["severity"]] += n
+            if c["silenced"]:
+                silenced_n += n
+            else:
+                by_sev[c["severity"]] += n
+        elif c["status"] == "resolved":
+            resolved_n += n
     return {
         "run_id": run_id, "run_date": run_date, "audited_at": dt.datetime.now(dt.timezone.utc),
         "collect_seconds": collect_seconds, "audit_seconds": float(audit_seconds),
-        "servers_audited": sum(1 for s in servers if s.get("status") != "failed"),
-        "servers_failed": sum(1 for s in servers if s.get("status") == "failed"),
+        "servers_audited": sum(n for s, n in servers.items() if s != "failed"),
+        "servers_failed": int(servers.get("failed", 0)),
         "pairs_audited": int(pairs_audited),
-        "findings_open": len(open_rows),
-        "findings_silenced": sum(1 for r in open_rows if r["silenced"]),
-        "findings_resolved": sum(1 for r in findings if r["status"] == "resolved"),
+        "findings_open": open_n, "findings_silenced": silenced_n, "findings_resolved": resolved_n,
         "findings_by_check": _json({k: dict(v) for k, v in sorted(by_check.items())}),
         "findings_by_severity": _json({s: by_sev.get(s, 0) for s in ("critical", "warning", "info")}),
-        "alerts_by_event": _json(dict(Counter(e["event"] for e in events))),
+        "alerts_by_event": _json({k: v for k, v in sorted(events.items())}),
         "alerts_delivered": delivered,
         "expired_silences": _json([{"id": s.id, "expires": s.expires.isoformat(), "reason": s.reason}
                                    for s in expired]),
@@ -671,185 +313,161 @@ def build_summary(*, run_id: str, run_date: dt.date, findings: Sequence[Mapping[
     }
 
 
-def audit_run(spark, config, settings: AuditSettings | None = None, *, run_id: str | None = None,
+def _exit_code(counts: Sequence[Mapping[str, Any]], fail_on: str) -> int:
+    return exit_code_for(({"status": c["status"], "silenced": c["silenced"], "severity": c["severity"]}
+                          for c in counts if int(c["count"]) > 0), fail_on)
+
+
+def _event_rows(alerts_df) -> Iterable[dict[str, Any]]:
+    """The alert events of the run, in the feed's order, streamed (one partition at a time)."""
+    from pyspark.sql import functions as F
+
+    order = ["event", "check_id", F.coalesce("cluster", F.lit("")), F.coalesce("server", F.lit("")),
+             F.coalesce("source", F.lit("")), F.coalesce("channel", F.lit(""))]
+    for row in alerts_df.orderBy(*order).toLocalIterator():
+        event = row.asDict()
+        event["labels"] = json.loads(event["labels"]) if event.get("labels") else {}
+        yield event
+
+
+def deliver_alerts(spark, settings: AuditSettings, *, warehouse: str, run_id: str, run_date: dt.date,
+                   now: dt.datetime, send: bool) -> tuple[str | None, bool | None, str | None]:
+    """After the Delta commits: write the JSON-lines feed and post to Alertmanager, both
+    streamed from this run's ``alerts`` rows; record ``delivered`` in the table. Returns
+    (feed path, delivered, delivery error)."""
+    from jobs.alerts import AlertDeliveryError, AlertmanagerClient, to_alertmanager, write_jsonl
+    from jobs.delta_io import read_frame, table_uri
+
+    alerts_df = read_frame(spark, warehouse, "alerts", run_id)
+    path = write_jsonl(_event_rows(alerts_df), warehouse, run_date, run_id)
+    am = settings.alertmanager
+    if am is None or not send:
+        return path, None, None
+    client = AlertmanagerClient(am)
+    delivered, error, chunk = True, None, []
+    try:
+        for event in _event_rows(alerts_df):
+            chunk.append(event)
+            if len(chunk) >= ALERT_CHUNK:
+                client.post_alerts(to_alertmanager(chunk, now=now, ttl=dt.timedelta(hours=am.ttl_hours),
+                                                   generator_url=am.generator_url))
+                chunk = []
+        client.post_alerts(to_alertmanager(chunk, now=now, ttl=dt.timedelta(hours=am.ttl_hours),
+                                           generator_url=am.generator_url))
+    except AlertDeliveryError as exc:
+        delivered, error = False, str(exc)
+        log.error("alert feed not delivered: %s", exc)
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    DeltaTable.forPath(spark, table_uri(warehouse, "alerts")).update(
+        condition=F.col("run_id") == F.lit(run_id), set={"delivered": F.lit(delivered)})
+    return path, delivered, error
+
+
+def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
               collect_seconds: float | None = None, fail_on: str | None = None,
               send_alerts: bool = True, now: dt.datetime | None = None) -> AuditOutcome:
     """Audit one collected run (the newest when ``run_id`` is None) and write the audit tables.
+    Idempotent: auditing the same run again replaces that run's rows."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
-    ``config`` is a ``jobs.config.GtidAuditConfig``; ``settings`` defaults to its ``audit``
-    section. Idempotent: auditing the same run again replaces that run's rows.
-    """
-    from jobs.delta_io import choose_writer, overwrite_table, read_table, write_run_rows
+    from jobs.delta_io import (TableNotFoundError, overwrite_frame, read_frame, write_run_frame,
+                               write_run_rows)
     from schemas.audit import ALERTS, FINDINGS, RUN_SUMMARY, UUID_REGISTRY
 
     started = time.monotonic()
-    settings = settings or load_audit_settings(config.audit, config.source_path or "<config>")
+    settings = config.audit
     fail_on = fail_on or settings.fail_on
     warehouse = config.resolved_warehouse()
-    so = dict(config.storage_options or {}) or None
 
-    runs = _rows(warehouse, "runs", storage_options=so)
-    audited = {r["run_id"] for r in _rows(warehouse, "run_summary", storage_options=so)}
+    try:
+        runs = [r.asDict() for r in read_frame(spark, warehouse, "runs").select("run_id", "run_date", "started_at").collect()]
+    except TableNotFoundError:
+        runs = []
+    audited = [r["run_id"] for r in _read_or_empty(spark, warehouse, "run_summary").select("run_id").collect()]
     current, previous_run_id = pick_runs(runs, audited, run_id)
     run_id, run_date = current["run_id"], current["run_date"]
     log.info("auditing run %s (previous audited run: %s)", run_id, previous_run_id or "none")
 
-    servers = _rows(warehouse, "servers", run_id, so)
-    errors = _rows(warehouse, "collection_errors", run_id, so)
-    channels_meta = [{k: c.get(k) for k in ("server", "channel_name", "source_host", "source_port", "source_uuid")}
-                     for c in _rows(warehouse, "channels", run_id, so)]
-    registry_rows = merge_registry(_rows(warehouse, "uuid_registry", storage_options=so), servers,
-                                   run_id=run_id, run_date=run_date)
-    registry = {r["server_uuid"]: r["server"] for r in registry_rows}
+    def table(name: str, rid: str | None = run_id):
+        return read_frame(spark, warehouse, name, rid)
 
-    # 1. sources, on the driver (one DNS cache)
-    resolver = SourceResolver(inventory_from_rows(servers), uuid_registry=registry)
-    cluster_of = {s["server"]: s.get("cluster") for s in servers}
-    readable = {s["server"] for s in servers if s.get("status") != "failed"}
-    raw: list[dict[str, Any]] = collection_findings(servers, errors)
-    resolved = []
-    for c in channels_meta:
-        res = resolver.resolve(c["server"], c["source_host"], c["source_port"], c["source_uuid"])
-        raw.extend(resolution_findings(c, res, cluster_of.get(c["server"])))
-        if res.source is not None:
-            resolved.append({"server": c["server"], "channel_name": c["channel_name"], "source_server": res.source})
-    pairs_audited = sum(1 for p in resolved if p["server"] in readable and p["source_server"] in readable)
-
-    # 2. checks, in Spark
-    def table(name: str, rid: str):
-        return read_table(spark, warehouse, name, rid, so)
-
-    if readable:
-        import pyarrow as pa
-
-        resolved_df = spark.createDataFrame(pa.table(
-            {k: pa.array([p[k] for p in resolved], pa.string()) for k in ("server", "channel_name", "source_server")}))
-        prev_servers = prev_logs = None
-        if previous_run_id is not None:
-            prev_servers, prev_logs = table("servers", previous_run_id), table("binary_logs", previous_run_id)
-        raw.extend(run_checks(spark, servers_df=table("servers", run_id), binlogs_df=table("binary_logs", run_id),
-                              channels_df=table("channels", run_id), relay_df=table("relay_log_tail", run_id),
-                              resolved_df=resolved_df, previous_servers_df=prev_servers,
-                              previous_binlogs_df=prev_logs, registry=registry))
-
-    # 3. silences, history, feed
+    servers, channels = table("servers"), table("channels")
+    errors, binlogs, relay = table("collection_errors"), table("binary_logs"), table("relay_log_tail")
+    registry = merged_registry_frame(_read_or_empty(spark, warehouse, "uuid_registry"), servers,
+                                     run_id=run_id, run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
+    # one entry per server_uuid of the fleet: the checks name the owner of an errant UUID with it
+    registry_map = {r["server_uuid"]: r["server"] for r in registry.select("server_uuid", "server").collect()}
+    sc = spark.sparkContext
+    registry_b = sc.broadcast(registry_map)
     on = run_date
     active, expired = active_silences(settings.silences, on), expired_silences(settings.silences, on)
     for s in expired:
         log.warning("silence %s expired on %s (%s): it no longer applies", s.id, s.expires, s.reason)
-    current_rows = apply_silences(_dedupe(raw), active)
-    previous_rows = _rows(warehouse, "findings", previous_run_id, so) if previous_run_id else []
-    blind = {s["server"] for s in servers if s.get("status") == "failed"}
-    findings = reconcile_findings(current_rows, previous_rows, run_id=run_id, run_date=run_date,
-                                  blind_servers=blind)
-    events = alert_events(findings, previous_rows, run_id=run_id, run_date=run_date,
-                          min_severity=settings.alert_min_severity)
+    rules_b = sc.broadcast(rules_of(active))
 
-    delivered: bool | None = None
-    delivery_error = None
-    if settings.alertmanager is not None and send_alerts:
-        am = settings.alertmanager
-        payload = to_alertmanager(events, now=now or dt.datetime.now(dt.timezone.utc),
-                                  ttl=dt.timedelta(hours=am.ttl_hours), generator_url=am.generator_url)
-        try:
-            AlertmanagerClient(am).post_alerts(payload)
-            delivered = True
-        except AlertDeliveryError as exc:
-            delivered, delivery_error = False, str(exc)
-            log.error("alert feed not delivered: %s", exc)
+    snaps = snapshot_frame(servers, binlogs).persist(StorageLevel.MEMORY_AND_DISK)
+    previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
+                      if previous_run_id else None)
+    pair_findings = source_frame(snaps, channels, relay).mapInArrow(
+        functools.partial(audit_tasks.check_source_batches, registry=registry_b), _raw_spark_schema())
+    server_findings = server_frame(snaps, previous_snaps).mapInArrow(
+        audit_tasks.check_server_batches, _raw_spark_schema())
+    collection, resolution = job_finding_frames(servers, errors, channels, registry)
+    raw = pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
+    current = (raw.groupBy("finding_key").agg(F.collect_list(F.struct(*RAW_FINDING_COLUMNS)).alias("rows"))
+               .mapInArrow(functools.partial(audit_tasks.finalize_batches, rules=rules_b),
+                           _raw_spark_schema(FINAL_FINDING_COLUMNS))
+               .persist(StorageLevel.MEMORY_AND_DISK))
+    previous = _read_or_empty(spark, warehouse, "findings", previous_run_id) if previous_run_id else _empty(spark, "findings")
+    failed = servers.where(F.col("status") == "failed").select("server")
+    joined = history_input(current, previous, failed).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        findings_df = joined.mapInArrow(functools.partial(
+            audit_tasks.history_batches, run_id=run_id, run_date=run_date, output="findings"), FINDINGS.to_spark())
+        alerts_df = joined.mapInArrow(functools.partial(
+            audit_tasks.history_batches, run_id=run_id, run_date=run_date, output="alerts",
+            min_severity=settings.alert_min_severity), ALERTS.to_spark())
+        write_run_frame(spark, FINDINGS, findings_df, warehouse=warehouse, run_id=run_id)
+        write_run_frame(spark, ALERTS, alerts_df, warehouse=warehouse, run_id=run_id)
+        overwrite_frame(spark, UUID_REGISTRY, registry, warehouse=warehouse)
+        pairs_audited = (channels.where(F.col("source_server").isNotNull())
+                         .join(snaps.select(F.col("server").alias("_r")), F.col("server") == F.col("_r"))
+                         .join(snaps.select(F.col("server").alias("_s")), F.col("source_server") == F.col("_s"))
+                         .count())
+        server_counts = {r["status"]: r["count"] for r in servers.groupBy("status").count().collect()}
+    finally:
+        for df in (joined, current, snaps, registry):
+            df.unpersist()
+        registry_b.destroy()
+        rules_b.destroy()
 
-    # 4. write (run_summary last: it marks the run as audited)
-    writer = choose_writer(spark, config.spark.delta_writer)
-    common = {"warehouse": warehouse, "run_id": run_id, "writer": writer, "spark": spark, "storage_options": so}
-    write_run_rows(FINDINGS, findings, **common)
-    alert_rows = [{**{k: e[k] for k in ALERTS.column_names if k in e and k != "labels"},
-                   "labels": _json(e["labels"]), "delivered": delivered} for e in events]
-    write_run_rows(ALERTS, alert_rows, **common)
-    overwrite_table(UUID_REGISTRY, registry_rows, warehouse=warehouse, writer=writer, spark=spark,
-                    storage_options=so)
-    jsonl = write_jsonl([{**e, "delivered": delivered} for e in events], warehouse, run_date, run_id)
-    code = exit_code_for(findings, fail_on)
+    # counters from what was written (bounded: per check, severity, status and silenced)
+    written = table("findings")
+    counts = [r.asDict() for r in written.groupBy("check_id", "severity", "status", "silenced").count().collect()]
+    events = {r["event"]: r["count"] for r in table("alerts").groupBy("event").count().collect()}
+    jsonl, delivered, delivery_error = deliver_alerts(
+        spark, settings, warehouse=warehouse, run_id=run_id, run_date=run_date,
+        now=now or dt.datetime.now(dt.timezone.utc), send=send_alerts)
+    code = _exit_code(counts, fail_on)
     if code == 0 and delivery_error:
         code = 1
-    summary = build_summary(run_id=run_id, run_date=run_date, findings=findings, events=events, servers=servers,
-                            pairs_audited=pairs_audited, collect_seconds=collect_seconds,
-                            audit_seconds=time.monotonic() - started, delivered=delivered, expired=expired,
-                            fail_on=fail_on, exit_code=code)
-    write_run_rows(RUN_SUMMARY, [summary], **common)
+    summary = build_summary(run_id=run_id, run_date=run_date, counts=counts, events=events,
+                            servers=server_counts, pairs_audited=pairs_audited,
+                            collect_seconds=collect_seconds, audit_seconds=time.monotonic() - started,
+                            delivered=delivered, expired=expired, fail_on=fail_on, exit_code=code)
+    write_run_rows(spark, RUN_SUMMARY, [summary], warehouse=warehouse, run_id=run_id)
     log.info("run %s: %d open finding(s), %d resolved, %d alert event(s); exit %d", run_id,
-             summary["findings_open"], summary["findings_resolved"], len(events), code)
-    return AuditOutcome(run_id=run_id, run_date=run_date, previous_run_id=previous_run_id, findings=findings,
-                        alerts=alert_rows, summary=summary, jsonl_path=jsonl, exit_code=code,
-                        expired_silences=expired, delivery_error=delivery_error, registry=registry)
+             summary["findings_open"], summary["findings_resolved"], sum(events.values()), code)
+    return AuditOutcome(run_id=run_id, run_date=run_date, previous_run_id=previous_run_id,
+                        warehouse=warehouse, summary=summary, jsonl_path=jsonl, exit_code=code,
+                        expired_silences=tuple(expired), delivery_error=delivery_error)
 
 
-# ---------------------------------------------------------------------------------------------
-# command line
-
-
-def _load(path: str):
-    from jobs.config import ConfigError, load_config
-
-    try:
-        config = load_config(path)
-    except ConfigError as exc:
-        raise AuditError(str(exc)) from None
-    return config, load_audit_settings(config.audit, config.source_path or path)
-
-
-def _session(config):
-    from jobs.spark import build_session
-
-    return build_session(config.spark)
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    """``gtid-audit audit``: audit an already collected run."""
-    try:
-        config, settings = _load(args.config)
-        outcome = audit_run(_session(config), config, settings, run_id=args.run_id, fail_on=args.fail_on,
-                            send_alerts=not args.no_alertmanager)
-    except AuditError as exc:
-        log.error("%s", exc)
-        return 1
-    _print_outcome(outcome)
-    return outcome.exit_code
-
-
-def _collect(config_path: str, run_id: str | None = None) -> tuple[int, str, float]:
-    """Run the collect job through its own ``main`` with a run id chosen here, so the audit
-    reads exactly that run; (exit code, run id, seconds)."""
-    from jobs import collect
-
-    run_id = run_id or collect.new_run_id()
-    started = time.monotonic()
-    code = int(collect.main(["collect", "--config", config_path, "--run-id", run_id]) or 0)
-    return code, run_id, time.monotonic() - started
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """``gtid-audit run``: collect, then audit the run just collected."""
-    try:
-        config, settings = _load(args.config)
-    except AuditError as exc:
-        log.error("%s", exc)
-        return 1
-    code, run_id, seconds = _collect(args.config, args.run_id)
-    if code != 0:
-        log.error("collect failed (exit %d): nothing audited", code)
-        return 1
-    try:
-        outcome = audit_run(_session(config), config, settings, run_id=run_id, collect_seconds=seconds,
-                            fail_on=args.fail_on,
-                            send_alerts=not args.no_alertmanager)
-    except AuditError as exc:
-        log.error("%s", exc)
-        return 1
-    _print_outcome(outcome)
-    return outcome.exit_code
-
-
-def _print_outcome(outcome: AuditOutcome) -> None:
+def print_outcome(outcome: AuditOutcome) -> None:
+    """The run's one-paragraph summary on stdout."""
     s = outcome.summary
 
     def counts(value: Any) -> str:  # the summary stores its maps as JSON text
@@ -865,6 +483,19 @@ def _print_outcome(outcome: AuditOutcome) -> None:
         print(f"expired silence {sil.id} (expired {sil.expires}): {sil.reason}")
     if outcome.jsonl_path:
         print(f"alert feed: {outcome.jsonl_path}")
+
+
+# ---------------------------------------------------------------------------------------------
+# read-only commands (no Spark)
+
+
+def _rows(warehouse: str, name: str, run_id: str | None = None, storage_options=None) -> list[dict[str, Any]]:
+    from jobs.delta_io import TableNotFoundError, read_arrow
+
+    try:
+        return read_arrow(warehouse, name, run_id, storage_options).to_pylist()
+    except TableNotFoundError:
+        return []
 
 
 def select_findings(rows: Iterable[Mapping[str, Any]], *, severity: str | None = None,
@@ -889,13 +520,15 @@ def select_findings(rows: Iterable[Mapping[str, Any]], *, severity: str | None =
 
 
 def cmd_findings(args: argparse.Namespace) -> int:
-    """``gtid-audit findings``: the latest audited run's findings as a table (no Spark)."""
+    """``gtid-audit findings``: the latest audited run's findings as a table (delta-rs, no JVM)."""
     from rich.console import Console
     from rich.table import Table
 
+    from jobs.config import ConfigError, load_config
+
     try:
-        config, _ = _load(args.config)
-    except AuditError as exc:
+        config = load_config(args.config)
+    except ConfigError as exc:
         log.error("%s", exc)
         return 1
     if args.check is not None and args.check not in check_catalogue():
@@ -935,10 +568,10 @@ def cmd_findings(args: argparse.Namespace) -> int:
 
 
 def check_catalogue() -> dict[str, Any]:
-    """Every check ``explain`` knows: gtid_core's ``CHECKS`` and the job's own."""
-    from gtid_core.checks import CHECKS
+    """Every check ``explain`` knows: gtid_core's one registry."""
+    from gtid_core.registry import REGISTRY
 
-    return {**CHECKS, **JOB_CHECKS}
+    return dict(REGISTRY)
 
 
 def explain_text(check_id: str) -> str:
@@ -970,36 +603,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    """Add ``audit``, ``run``, ``findings`` and ``explain`` to the gtid-audit parser."""
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", required=True, help="configuration file (YAML)")
-        p.add_argument("--fail-on", choices=["critical", "warning", "never"], default=None,
-                       help="exit 2 when open findings at or above this severity exist "
-                            "(default: audit.fail_on, itself 'critical')")
-        p.add_argument("--no-alertmanager", action="store_true",
-                       help="do not post to Alertmanager even if configured (the feed is still written)")
-
+    """Add ``findings`` and ``explain`` to the gtid-audit parser (``run``, ``collect`` and
+    ``audit`` are in jobs.pipeline)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = subparsers.add_parser(
-        "run", help="nightly job: collect every server, then audit the run", formatter_class=fmt,
-        description="The nightly job. Collect every server of the inventory into the Delta snapshot "
-                    "tables (a new run id),\nthen audit that run: per-pair checks, findings with history, "
-                    "the alert feed.\n\nexit codes: 0 ok; 2 open findings at or above --fail-on; "
-                    "1 the job failed (or the alert feed could not be delivered).")
-    common(p)
-    p.add_argument("--run-id", default=None,
-                   help="run id for the collection (default: a new timestamped id); rerunning an id "
-                        "replaces its rows")
-    p.set_defaults(func=cmd_run)
-
-    p = subparsers.add_parser(
-        "audit", help="audit an already collected run (default: the newest)", formatter_class=fmt,
-        description="Audit a run that `collect` already wrote: checks, findings, history, alert feed. "
-                    "Auditing a run again\nreplaces its audit rows. Exit codes as for `run`.")
-    common(p)
-    p.add_argument("--run-id", default=None, help="run to audit (default: the newest collected run)")
-    p.set_defaults(func=cmd_audit)
-
     p = subparsers.add_parser("findings", help="the latest audited run's findings as a table")
     p.add_argument("--config", required=True, help="configuration file (YAML)")
     p.add_argument("--run-id", default=None, help="an audited run (default: the newest)")
@@ -1019,24 +625,3 @@ def register(subparsers) -> None:
                     + "\n".join(f"  {c}" for c in sorted(check_catalogue())))
     p.add_argument("check_id", metavar="CHECK_ID", help="a check id (see the list above; case does not matter)")
     p.set_defaults(func=cmd_explain)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m jobs.audit audit --config FILE``)."""
-    from jobs.logs import configure_logging
-
-    parser = argparse.ArgumentParser(prog="gtid-audit")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    configure_logging()
-    try:
-        return int(args.func(args))
-    except Exception:  # a job error: logged with its traceback, exit 1
-        log.exception("audit job failed")
-        return 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    sys.exit(main())

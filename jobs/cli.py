@@ -17,8 +17,9 @@ __all__ = ["main", "build_parser"]
 
 #: Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
-    "jobs.audit",       # run, audit, findings, explain
-    "jobs.collect",     # collect, config check
+    "jobs.pipeline",    # run, collect, audit
+    "jobs.audit",       # findings, explain
+    "jobs.collect",     # config check
     "jobs.sandbox.cli",  # sandbox install|up|status|down
     "jobs.demo",        # demo
 )

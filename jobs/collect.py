@@ -1,55 +1,45 @@
-"""``gtid-audit collect``: read every server of the inventory into the Delta snapshot tables.
+"""The collection stage: every server of the inventory into the Delta snapshot tables.
 
-Flow (docs/collection.md): resolve secrets on the driver -> optional topology discovery ->
-a light probe of every server (server_uuid, each channel's source) -> :func:`plan_read_order`
-groups servers by replication component and orders each group deepest replica first -> one
-Spark stage reads the groups (a task per bundle of groups, a bounded thread pool inside each
-task, each server under its own deadline) -> the rows come back to the driver -> one atomic
-Delta commit per table replaces the run's rows (``runs`` last, so a run listed there is
-complete).
+Flow (docs/collection.md): the validated inventory -> optional topology discovery -> a light
+probe of every server (server_uuid, hostname, each channel's source) -> :func:`plan_read_order`
+groups servers by replication component and orders each group deepest replica first -> one Spark
+stage reads the groups (a task per bundle of groups, one flat pool of threads inside each task,
+each server under its own deadline, each channel's source resolved once) -> the rows stay on the
+executors, persisted once, and become one DataFrame per table -> one atomic Delta commit per
+table replaces the run's rows (``runs`` last, so a run listed there is complete).
 
-Also ``gtid-audit config check FILE``: validate a configuration and print the resolved
-inventory (secret references only, never a secret).
+The driver holds the inventory, the plan and per-run counters; the rows never reach it. Also
+``gtid-audit config check FILE``: validate a configuration and print the resolved inventory
+(secret references only, never a secret).
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import logging
+import os
 import secrets as _secrets
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Sequence
 
-from jobs.collector import (
-    Probe,
-    ReadPlan,
-    RunContext,
-    ServerResult,
-    plan_read_order,
-    probe_server,
-    read_server,
-)
-from jobs.config import (
-    CollectionSettings,
-    ConfigError,
-    GtidAuditConfig,
-    Secret,
-    ServerSpec,
-    load_config,
-    resolve_password,
-)
-from jobs.delta_io import DeltaIOError, choose_writer, validate_run_id, write_run_rows
-from schemas.collection import COLLECTION_TABLES
+from jobs import collector
+from jobs.collector import Probe, RunContext, ServerSpec, plan_read_order
+from jobs.config import ConfigError, GtidAuditConfig, load_config
+from jobs.delta_io import WRITER, write_run_frame, write_run_rows
+from schemas.collection import BINARY_LOGS, CHANNELS, COLLECTION_ERRORS, RELAY_LOG_TAIL, RUNS, SERVERS
 
-__all__ = ["CollectSummary", "new_run_id", "run_collect", "collect_rows", "probe_inventory",
-           "discover", "main", "register"]
+__all__ = ["CollectSummary", "new_run_id", "run_collect", "probe_inventory", "discover",
+           "package_version", "register"]
 
 log = logging.getLogger("gtid_audit.collect")
 
-CONFIG_ERROR = "config_error"  # error_class of a server whose secret reference does not resolve
+#: The per-run tables the read stage fills, in write order (``runs`` is written after them).
+READ_TABLES = (SERVERS, CHANNELS, BINARY_LOGS, RELAY_LOG_TAIL, COLLECTION_ERRORS)
+#: Collection errors written to the job's log (the table has them all).
+LOGGED_ERRORS = 20
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
@@ -58,14 +48,23 @@ def new_run_id(now: dt.datetime | None = None) -> str:
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + _secrets.token_hex(3)
 
 
+def package_version() -> str:
+    """The installed gtid-audit version ('unknown' from a source tree never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gtid-audit")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 @dataclass
 class CollectSummary:
-    """What one run did, for the one-line summary and callers such as ``gtid-audit run``."""
+    """What one collection did (counters only), for the summary line and the audit stage."""
 
     run_id: str
     run_date: dt.date
     warehouse: str
-    writer: str
     rows: dict[str, int] = field(default_factory=dict)
     servers_ok: int = 0
     servers_partial: int = 0
@@ -78,41 +77,8 @@ class CollectSummary:
         return (f"collect run_id={self.run_id} servers={n} ok={self.servers_ok} "
                 f"partial={self.servers_partial} failed={self.servers_failed} errors={self.errors} "
                 f"channels={self.rows.get('channels', 0)} binary_logs={self.rows.get('binary_logs', 0)} "
-                f"relay_events={self.rows.get('relay_log_tail', 0)} writer={self.writer} "
+                f"relay_events={self.rows.get('relay_log_tail', 0)} writer={WRITER} "
                 f"warehouse={self.warehouse} seconds={self.seconds:.1f}")
-
-
-# --- Spark tasks (top-level functions: pickled by reference) ---------------------------------------
-
-def _probe_task(specs: Iterable[ServerSpec], passwords: Mapping[str, Secret | None],
-                settings: CollectionSettings, want_replicas: bool) -> Iterator[Probe]:
-    specs = list(specs)
-    if not specs:
-        return iter(())
-    with ThreadPoolExecutor(max_workers=min(settings.per_task_concurrency, len(specs))) as pool:
-        return iter(list(pool.map(
-            lambda s: probe_server(s, passwords.get(s.name), settings, want_replicas), specs)))
-
-
-def _collect_task(bundles: Iterable[list[tuple[tuple[ServerSpec, ...], ...]]],
-                  passwords: Mapping[str, Secret | None], ctx: RunContext, plan: ReadPlan
-                  ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Read the groups of one partition: per group, wave after wave (deepest replicas first),
-    the servers of a wave in parallel on a bounded pool."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    with ThreadPoolExecutor(max_workers=ctx.settings.per_task_concurrency) as pool:
-        for bundle in bundles:
-            for group in bundle:
-                for wave in group:
-                    results: list[ServerResult] = list(pool.map(
-                        lambda s: read_server(
-                            s, passwords.get(s.name), ctx, read_order=plan.read_order.get(s.name),
-                            topology_depth=plan.depth.get(s.name), address_book=plan.address_book,
-                            uuid_book=plan.uuid_book),
-                        wave))
-                    for result in results:
-                        out.extend(result.rows())
-    return iter(out)
 
 
 def _partitions(concurrency: int, per_task: int, n_items: int) -> int:
@@ -120,20 +86,21 @@ def _partitions(concurrency: int, per_task: int, n_items: int) -> int:
     return max(1, min(n_items, max(1, concurrency // per_task)))
 
 
-def probe_inventory(spark, specs: Sequence[ServerSpec], passwords: Mapping[str, Secret | None],
-                    settings: CollectionSettings, want_replicas: bool = False) -> dict[str, Probe]:
-    """Probe ``specs`` in one Spark stage; returns name -> Probe."""
+def probe_inventory(spark, specs: Sequence[ServerSpec], config: GtidAuditConfig,
+                    want_replicas: bool = False) -> dict[str, Probe]:
+    """Probe ``specs`` in one Spark stage; returns name -> Probe (one small record per server:
+    what planning needs)."""
     if not specs:
         return {}
-    n = _partitions(settings.concurrency, settings.per_task_concurrency, len(specs))
-    rdd = spark.sparkContext.parallelize(list(specs), n)
-    probes = rdd.mapPartitions(
-        lambda it: _probe_task(it, passwords, settings, want_replicas)).collect()
+    settings = config.collection.read_settings()
+    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(specs))
+    task = functools.partial(collector.probe_partition, settings=settings, want_replicas=want_replicas)
+    probes = spark.sparkContext.parallelize(list(specs), n).mapPartitions(task).collect()
     return {p.name: p for p in probes}
 
 
-def discover(spark, config: GtidAuditConfig, specs: Sequence[ServerSpec],
-             passwords: dict[str, Secret | None]) -> tuple[list[ServerSpec], dict[str, Probe]]:
+def discover(spark, config: GtidAuditConfig, specs: Sequence[ServerSpec]
+             ) -> tuple[list[ServerSpec], dict[str, Probe]]:
     """Walk the topology from the seeds: each channel's Source_Host:Source_Port on replicas and
     SHOW REPLICAS on sources (only replicas that set ``report_host`` appear there), bounded by
     ``discovery.max_depth`` levels and ``discovery.max_servers`` servers. A found server gets the
@@ -148,7 +115,7 @@ def discover(spark, config: GtidAuditConfig, specs: Sequence[ServerSpec],
     for _level in range(d.max_depth + 1):
         if not frontier:
             break
-        found = probe_inventory(spark, frontier, passwords, config.collection, want_replicas=True)
+        found = probe_inventory(spark, frontier, config, want_replicas=True)
         probes.update(found)
         known_uuid |= {p.server_uuid for p in probes.values() if p.server_uuid}
         nxt: list[ServerSpec] = []
@@ -162,152 +129,103 @@ def discover(spark, config: GtidAuditConfig, specs: Sequence[ServerSpec],
                     continue
                 new = config.discovered_spec(f"{host}:{port}", host, port, like=spec)
                 known_addr[addr] = new.name
-                passwords[new.name] = passwords.get(spec.name)
                 all_specs.append(new)
                 nxt.append(new)
         frontier = nxt
     return all_specs, probes
 
 
-def collect_rows(spark, specs: Sequence[ServerSpec], passwords: Mapping[str, Secret | None],
-                 ctx: RunContext, probes: Mapping[str, Probe] | None = None
-                 ) -> tuple[dict[str, list[dict[str, Any]]], ReadPlan]:
-    """Probe (what ``probes`` lacks), plan and read every server; rows per table."""
-    probes = dict(probes or {})
-    missing = [s for s in specs if s.name not in probes]
-    probes.update(probe_inventory(spark, missing, passwords, ctx.settings))
-    plan = plan_read_order(specs, probes)
-    by_name = {s.name: s for s in specs}
-    spec_groups = [tuple(tuple(by_name[n] for n in wave) for wave in group) for group in plan.groups]
-    n = _partitions(ctx.settings.concurrency, ctx.settings.per_task_concurrency, len(spec_groups))
+def _bundles(groups: list, n: int) -> list[list]:
+    """Spread the groups over ``n`` tasks, largest first, each to the least loaded task."""
     bundles: list[list] = [[] for _ in range(n)]
     load = [0] * n
-    for group in spec_groups:  # largest groups first (plan order), each to the least loaded task
+    for group in groups:
         i = load.index(min(load))
         bundles[i].append(group)
         load[i] += sum(len(w) for w in group)
-    rows: dict[str, list[dict[str, Any]]] = {t.name: [] for t in COLLECTION_TABLES}
-    if spec_groups:
-        rdd = spark.sparkContext.parallelize(bundles, n)
-        for table, row in rdd.mapPartitions(lambda it: _collect_task(it, passwords, ctx, plan)).collect():
-            rows[table].append(row)
-    return rows, plan
+    return bundles
 
 
-def _unresolvable_rows(ctx: RunContext, spec: ServerSpec, message: str) -> list[tuple[str, dict]]:
-    now = dt.datetime.now(dt.timezone.utc)
-    base = {"run_id": ctx.run_id, "run_date": ctx.run_date, "server": spec.name, "cluster": spec.cluster}
-    return [
-        ("servers", {**base, "read_at": None, "host": spec.host, "port": spec.port,
-                     "aliases": ",".join(f"{h}:{p}" for h, p in spec.aliases) or None,
-                     "discovered": spec.discovered, "status": "failed"}),
-        ("collection_errors", {**base, "read_at": now, "seq": 0, "error_class": CONFIG_ERROR,
-                               "message": message, "statement": None}),
-    ]
-
-
-def run_collect(config: GtidAuditConfig, spark=None, run_id: str | None = None) -> CollectSummary:
-    """Collect the whole inventory into the warehouse and return the summary. Rerunning a
+def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
+                started: dt.datetime | None = None) -> CollectSummary:
+    """Collect the whole inventory into the warehouse and return the counters. Rerunning a
     ``run_id`` replaces that run's rows in every table."""
-    from jobs.spark import build_session
+    from pyspark import StorageLevel
 
-    started = dt.datetime.now(dt.timezone.utc)
+    from jobs.delta_io import validate_run_id
+
+    started = started or dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
     run_id = validate_run_id(run_id) if run_id else new_run_id(started)
-    ctx = RunContext(run_id=run_id, run_date=started.date(), settings=config.collection)
-    spark = spark or build_session(config.spark)
-    writer = choose_writer(spark, config.spark.delta_writer)
+    ctx = RunContext(run_id=run_id, run_date=started.date(), settings=config.collection.read_settings())
     warehouse = config.resolved_warehouse()
 
     specs = list(config.inventory())
-    passwords: dict[str, Secret | None] = {}
-    extra_rows: list[tuple[str, dict]] = []
-    readable = []
-    for spec in specs:
-        try:
-            passwords[spec.name] = resolve_password(spec)
-            readable.append(spec)
-        except ConfigError as exc:  # the message names the reference, never a secret
-            extra_rows.extend(_unresolvable_rows(ctx, spec, str(exc)))
+    configured = len(specs)
     probes: dict[str, Probe] = {}
-    discovered = 0
     if config.discovery.enabled:
-        all_specs, probes = discover(spark, config, readable, passwords)
-        discovered = len(all_specs) - len(readable)
-        readable = all_specs
-    rows, _plan = collect_rows(spark, readable, passwords, ctx, probes)
-    for table, row in extra_rows:
-        rows[table].append(row)
-
-    summary = CollectSummary(run_id=run_id, run_date=ctx.run_date, warehouse=warehouse, writer=writer)
-    for srow in rows["servers"]:
-        status = srow["status"]
-        if status == "ok":
-            summary.servers_ok += 1
-        elif status == "partial":
-            summary.servers_partial += 1
-        else:
-            summary.servers_failed += 1
-    summary.errors = len(rows["collection_errors"])
-    for err in rows["collection_errors"]:  # the messages never carry a secret (collector.py)
-        log.warning("%s: %s%s: %s", err["server"], err["error_class"],
-                    f" (channel {err['channel_name']!r})" if err.get("channel_name") else "", err["message"])
-    rows["runs"] = [{
+        specs, probes = discover(spark, config, specs)
+    missing = [s for s in specs if s.name not in probes]
+    probes.update(probe_inventory(spark, missing, config))
+    plan = plan_read_order(specs, probes)
+    by_name = {s.name: s for s in specs}
+    groups = [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n)) for n in wave] for wave in group]
+              for group in plan.groups]
+    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(groups))
+    sc = spark.sparkContext
+    inventory = sc.broadcast(collector.inventory_for_resolution(specs, probes))
+    task = functools.partial(collector.read_partition, ctx=ctx, inventory=inventory)
+    rows = sc.parallelize(_bundles(groups, n), n).mapPartitions(task)
+    # Each server is read exactly once: the rows are persisted on the executors, counted (which
+    # runs the reads), then split into one DataFrame per table.
+    rows.persist(StorageLevel.MEMORY_AND_DISK)
+    summary = CollectSummary(run_id=run_id, run_date=ctx.run_date, warehouse=warehouse)
+    try:
+        counts = dict(rows.map(lambda tr: tr[0]).countByValue())
+        frames = {t.name: spark.createDataFrame(rows.filter(lambda tr, name=t.name: tr[0] == name)
+                                                .map(lambda tr: tr[1]), schema=t.to_spark())
+                  for t in READ_TABLES}
+        for t in READ_TABLES:
+            write_run_frame(spark, t, frames[t.name], warehouse=warehouse, run_id=run_id)
+            summary.rows[t.name] = int(counts.get(t.name, 0))
+        by_status = {r["status"]: r["count"] for r in frames["servers"].groupBy("status").count().collect()}
+        for err in (frames["collection_errors"].orderBy("server", "seq").limit(LOGGED_ERRORS)
+                    .select("server", "error_class", "channel_name", "message").collect()):
+            log.warning("%s: %s%s: %s", err["server"], err["error_class"],
+                        f" (channel {err['channel_name']!r})" if err["channel_name"] else "", err["message"])
+    finally:
+        rows.unpersist()
+        inventory.destroy()
+    summary.servers_ok = int(by_status.get("ok", 0))
+    summary.servers_partial = int(by_status.get("partial", 0))
+    summary.servers_failed = int(by_status.get("failed", 0))
+    summary.errors = summary.rows.get("collection_errors", 0)
+    if summary.errors > LOGGED_ERRORS:
+        log.warning("... and %d more collection error(s) in the collection_errors table",
+                    summary.errors - LOGGED_ERRORS)
+    summary.rows["runs"] = write_run_rows(spark, RUNS, [{
         "run_id": run_id, "run_date": ctx.run_date, "started_at": started,
         "finished_at": dt.datetime.now(dt.timezone.utc), "config_file": config.source_path,
-        "warehouse": warehouse, "writer": writer, "spark_master": spark.sparkContext.master,
-        "servers_configured": len(specs), "servers_discovered": discovered,
+        "warehouse": warehouse, "writer": WRITER, "spark_master": sc.master,
+        "servers_configured": configured, "servers_discovered": len(specs) - configured,
         "servers_ok": summary.servers_ok, "servers_partial": summary.servers_partial,
         "servers_failed": summary.servers_failed, "error_count": summary.errors,
-        "collector_version": _package_version(),
-    }]
-    for table in COLLECTION_TABLES:  # ``runs`` is last in COLLECTION_TABLES' write order below
-        if table.name == "runs":
-            continue
-        summary.rows[table.name] = write_run_rows(table, rows[table.name], warehouse=warehouse,
-                                                  run_id=run_id, writer=writer, spark=spark,
-                                                  storage_options=config.storage_options)
-    summary.rows["runs"] = write_run_rows("runs", rows["runs"], warehouse=warehouse, run_id=run_id,
-                                          writer=writer, spark=spark,
-                                          storage_options=config.storage_options)
+        "collector_version": package_version(),
+    }], warehouse=warehouse, run_id=run_id)
     summary.seconds = time.monotonic() - t0
     return summary
 
 
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("gtid-audit")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 # --- CLI -------------------------------------------------------------------------------------------
 
-def _cmd_collect(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-        summary = run_collect(config, run_id=args.run_id)
-    except (ConfigError, ValueError, DeltaIOError) as exc:
-        print(f"gtid-audit collect: {exc}", file=sys.stderr)
-        return 1
-    print(summary.line())
-    return 0
-
-
 def _cmd_config_check(args: argparse.Namespace) -> int:
-    import os
-
-    from jobs.audit import AuditError, load_audit_settings
-
     try:
         config = load_config(args.file)
-        audit = load_audit_settings(config.audit, config.source_path or args.file)
-    except (ConfigError, AuditError) as exc:
+    except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     specs = config.inventory()
+    audit = config.audit
     out = [f"config {config.source_path}: valid",
            f"warehouse: {config.resolved_warehouse()}",
            f"collection: concurrency={config.collection.concurrency} "
@@ -321,26 +239,21 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
     for spec in specs:
         line = "  " + spec.describe()
         if spec.password_env and spec.password_env not in os.environ:
-            line += "  [password_env not set]"
+            line += "  [password_env not set here]"
             problems += 1
         elif spec.password_file and not os.path.isfile(spec.password_file):
-            line += "  [password_file missing]"
+            line += "  [password_file missing here]"
             problems += 1
         out.append(line)
     if problems:
-        out.append(f"warning: {problems} secret reference(s) do not resolve in this environment")
+        out.append(f"warning: {problems} secret reference(s) do not resolve on this machine "
+                   "(executors resolve them: they must resolve there)")
     print("\n".join(out))
     return 3 if problems and args.strict else 0
 
 
 def register(subparsers) -> None:
-    """Add ``collect`` and ``config check`` to the gtid-audit parser."""
-    p = subparsers.add_parser("collect", help="read every server into the Delta snapshot tables",
-                              description="Read every server of the inventory into the Delta "
-                                          "snapshot tables and print a one-line summary.")
-    p.add_argument("--config", required=True, metavar="FILE", help="configuration YAML")
-    p.add_argument("--run-id", metavar="ID", help="run id (default: new); rerunning an id replaces its rows")
-    p.set_defaults(func=_cmd_collect)
+    """Add ``config check`` to the gtid-audit parser (``collect`` is in jobs.pipeline)."""
     c = subparsers.add_parser("config", help="configuration tools")
     sub = c.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     chk = sub.add_parser("check", help="validate a configuration and list the resolved inventory",
@@ -351,15 +264,3 @@ def register(subparsers) -> None:
                      help="exit 3 when a secret reference (password_env / password_file) does not "
                           "resolve on this machine (default: a warning)")
     chk.set_defaults(func=_cmd_config_check)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.collect collect --config FILE`` (same sub-commands as gtid-audit)."""
-    parser = argparse.ArgumentParser(prog="gtid-audit")
-    register(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,36 +1,57 @@
-"""Per-server reads with mysql-connector-python, turned into rows of the collection tables.
+"""The executor side of collection: reading one server with mysql-connector-python, turned into
+rows of the collection tables.
+
+This module is what Spark tasks run, so it imports only the standard library, ``gtid_core``,
+``jobs.pairs`` (the source resolver, standard library only) and mysql-connector-python: no
+pydantic, YAML, retry or console library is needed on an executor. The driver validates the
+configuration (``jobs.config``) and hands tasks the plain, picklable values defined here:
+:class:`ServerSpec` (with secret *references*, never secrets), :class:`ReadSettings` and
+:class:`RunContext`. Executors resolve the references themselves (:func:`resolve_password`), so
+no password travels in a task closure, an event log or a table.
 
 One :class:`ServerReader` reads one server: identity and ``@@GLOBAL`` variables in one SELECT,
 binary log status, every replica channel (``SHOW REPLICA STATUS`` / ``SHOW SLAVE STATUS``),
 receiver state and applier configuration from performance_schema, ``SHOW BINARY LOGS`` with each
-file's ``Previous_gtids`` (header events only), and a bounded tail of each channel's newest relay
-log. What to run depends on the server version (:func:`dialect_for`).
+file's ``Previous_gtids`` (header events only), and the end of each channel's newest relay log.
+What to run depends on the server version (:func:`dialect_for`). Each channel's source is
+resolved here, once, by :class:`jobs.pairs.SourceResolver`; its answer is ``channels.source_server``.
 
 Failures are data. Every statement goes through one place that catches the driver's errors and
 turns them into ``collection_errors`` rows (``unreachable``, ``timeout``, ``auth_failed``,
-``privilege_missing``, ``unexpected``, plus ``gtid_mode_off`` and ``unparseable_value`` for
-values); nothing a server returns can raise out of :func:`read_server`. A per-server deadline
-(connect timeout + read timeout + a wall-clock budget checked before every statement) keeps a
-slow server from holding the run.
+``privilege_missing``, ``config_error``, ``unexpected``, plus ``gtid_mode_off`` and
+``unparseable_value`` for values); nothing a server returns can raise out of :func:`read_server`.
+A per-server deadline (connect timeout + read timeout + a wall-clock budget checked before every
+statement) keeps a slow server from holding the run.
 
-:func:`plan_read_order` is the pure part that decides the order servers are read in: a replica
-before its source, deepest first (docs/collection.md says why).
+:func:`plan_read_order` decides the order servers are read in (a replica before its source,
+deepest first; docs/collection.md says why) and :func:`read_groups` reads a partition's groups on
+one flat pool of threads that respects that order only inside each replication group.
 """
 from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import re
 import socket
+import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from gtid_core.errors import VersionParseError
 from gtid_core.versions import MySQLVersion
-from jobs.config import CollectionSettings, Secret, ServerSpec
+from jobs.pairs import InventoryServer, SourceResolver
 
 __all__ = [
+    "Secret",
+    "SecretError",
+    "TlsOptions",
+    "ServerSpec",
+    "ReadSettings",
+    "resolve_password",
     "ErrorClass",
     "Dialect",
     "dialect_for",
@@ -42,9 +63,141 @@ __all__ = [
     "probe_server",
     "plan_read_order",
     "ReadPlan",
+    "read_groups",
+    "read_partition",
+    "probe_partition",
+    "inventory_for_resolution",
     "normalise_replica_status",
     "classify_error",
 ]
+
+
+# --- what the driver hands the executors (plain, picklable values) ------------------------------
+
+class Secret:
+    """A resolved password. ``str``/``repr`` print ``'***'``; ``reveal()`` gives the value to
+    the connection code and nothing else. It exists only on the executor that resolved it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self):
+        raise TypeError("a Secret is never pickled: ship the ServerSpec (its reference) instead")
+
+
+class SecretError(ValueError):
+    """Raised when a secret reference does not resolve where it is resolved (an environment
+    variable that is not set, a password file or option file that cannot be read). The message
+    names the reference and the server, never a secret."""
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """TLS towards one server (mysql-connector ``ssl_*`` options); paths already resolved."""
+
+    enabled: bool = True
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    verify_cert: bool = True
+    verify_identity: bool = False
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One server with its defaults applied and paths resolved: what a task reads. It carries
+    the secret *reference* (``password_env``, ``password_file`` or ``option_file``), resolved by
+    :func:`resolve_password` on the executor."""
+
+    name: str
+    host: str
+    port: int
+    user: str
+    connect_timeout_s: float
+    read_timeout_s: float
+    cluster: str | None = None
+    aliases: tuple[tuple[str, int], ...] = ()
+    password_env: str | None = None
+    password_file: str | None = None
+    option_file: str | None = None
+    tls: TlsOptions | None = None
+    discovered: bool = False
+
+    def addresses(self) -> tuple[tuple[str, int], ...]:
+        """Every (host, port) by which replicas may name this server."""
+        return ((self.host.lower(), self.port),) + tuple(self.aliases)
+
+    def secret_reference(self) -> str:
+        """The reference kind and name, for messages (never the secret)."""
+        return ("password_env=" + self.password_env if self.password_env else
+                "password_file=" + self.password_file if self.password_file else
+                "option_file=" + self.option_file if self.option_file else "no password")
+
+    def describe(self) -> str:
+        """One line for ``config check``: no secret, only the reference kind."""
+        tls = "tls" if self.tls and self.tls.enabled else "no-tls"
+        alias = (" aliases=" + ",".join(f"{h}:{p}" for h, p in self.aliases)) if self.aliases else ""
+        return (f"{self.name:<20} {self.host}:{self.port:<6} cluster={self.cluster or '-'} "
+                f"user={self.user} {self.secret_reference()} {tls}{alias}")
+
+    def discovered_as(self, name: str, host: str, port: int) -> "ServerSpec":
+        """A server found by discovery, with this server's connection settings."""
+        return replace(self, name=name, host=host, port=port, aliases=(), discovered=True)
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """The collection settings a task needs (``jobs.config.CollectionSettings`` validated them)."""
+
+    server_deadline_s: float = 60.0
+    retry_attempts: int = 3
+    retry_wait_initial_s: float = 0.5
+    retry_wait_max_s: float = 5.0
+    binlog_header_events: int = 3
+    max_binary_logs: int = 500
+    relay_tail_max_events: int = 2000
+    relay_tail_page_events: int = 500
+    relay_probe_files: int = 4
+    relay_tail_max_scan_events: int = 1_000_000
+    per_task_concurrency: int = 4
+
+
+def resolve_password(spec: ServerSpec) -> Secret | None:
+    """The password of ``spec`` from its reference, resolved where this runs (an executor in a
+    job); None when it uses an option file or no password. Raises :class:`SecretError` naming
+    the reference (never the value) when it does not resolve."""
+    if spec.password_env:
+        value = os.environ.get(spec.password_env)
+        if value is None:
+            raise SecretError(f"server {spec.name!r}: environment variable {spec.password_env!r} "
+                              f"is not set on {socket.gethostname()}")
+        return Secret(value)
+    if spec.password_file:
+        try:
+            return Secret(Path(spec.password_file).read_text(encoding="utf-8").rstrip("\r\n"))
+        except OSError as exc:
+            raise SecretError(f"server {spec.name!r}: cannot read password_file "
+                              f"{spec.password_file!r} on {socket.gethostname()}: {exc.strerror}") from None
+    if spec.option_file and not Path(spec.option_file).is_file():
+        raise SecretError(f"server {spec.name!r}: option_file {spec.option_file!r} does not exist "
+                          f"on {socket.gethostname()}")
+    return None
 
 
 class ErrorClass:
@@ -56,6 +209,7 @@ class ErrorClass:
     GTID_MODE_OFF = "gtid_mode_off"
     UNPARSEABLE_VALUE = "unparseable_value"
     PRIVILEGE_MISSING = "privilege_missing"
+    CONFIG_ERROR = "config_error"  # a secret reference that does not resolve on the executor
     UNEXPECTED = "unexpected"
 
 
@@ -212,7 +366,7 @@ class RunContext:
 
     run_id: str
     run_date: dt.date
-    settings: CollectionSettings
+    settings: ReadSettings
 
 
 @dataclass
@@ -275,20 +429,22 @@ def connect(spec: ServerSpec, password: Secret | None, timeout_s: float | None =
     return mysql.connector.connect(**kwargs)
 
 
-def _connect_with_retries(spec: ServerSpec, password: Secret | None, settings: CollectionSettings,
+def _connect_with_retries(spec: ServerSpec, password: Secret | None, settings: ReadSettings,
                           deadline: float):
-    """Connect, retrying only transient errors (tenacity), within the server's deadline."""
-    from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
-
-    budget = max(0.0, deadline - time.monotonic())
-    retrying = Retrying(
-        stop=stop_after_attempt(settings.retries.attempts) | stop_after_delay(budget),
-        wait=wait_exponential(multiplier=settings.retries.wait_initial_s, max=settings.retries.wait_max_s),
-        retry=retry_if_exception(_is_transient_connect_error),
-        reraise=True,
-    )
-    return retrying(lambda: connect(spec, password,
-                                    min(spec.connect_timeout_s, max(1.0, deadline - time.monotonic()))))
+    """Connect, retrying only transient errors with exponential back-off, within the server's
+    deadline (a bounded loop: ``retry_attempts`` tries at most)."""
+    wait_s = settings.retry_wait_initial_s
+    for attempt in range(1, settings.retry_attempts + 1):
+        try:
+            return connect(spec, password, min(spec.connect_timeout_s, max(1.0, deadline - time.monotonic())))
+        except Exception as exc:
+            pause = min(wait_s, settings.retry_wait_max_s)
+            if (attempt == settings.retry_attempts or not _is_transient_connect_error(exc)
+                    or time.monotonic() + pause >= deadline):
+                raise
+            time.sleep(pause)
+            wait_s *= 2
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def _scrub(message: str, password: Secret | None) -> str:
@@ -301,14 +457,12 @@ def _scrub(message: str, password: Secret | None) -> str:
 class ServerReader:
     """Reads one server; :meth:`read` never raises."""
 
-    def __init__(self, spec: ServerSpec, password: Secret | None, ctx: RunContext,
-                 read_order: int | None = None, topology_depth: int | None = None,
-                 address_book: Mapping[tuple[str, int], str] | None = None,
-                 uuid_book: Mapping[str, str] | None = None) -> None:
-        self.spec, self.password, self.ctx = spec, password, ctx
+    def __init__(self, spec: ServerSpec, ctx: RunContext, *, read_order: int | None = None,
+                 topology_depth: int | None = None, resolver: SourceResolver | None = None) -> None:
+        self.spec, self.ctx = spec, ctx
+        self.password: Secret | None = None
         self.settings = ctx.settings
-        self.address_book = dict(address_book or {})
-        self.uuid_book = dict(uuid_book or {})
+        self.resolver = resolver
         self.cnx = None
         self.deadline = 0.0
         self.statement_failed = False
@@ -402,6 +556,11 @@ class ServerReader:
         server["read_started_at"] = _now()
         self.deadline = time.monotonic() + self.settings.server_deadline_s
         try:
+            try:  # the secret is resolved here, on the executor, from its reference
+                self.password = resolve_password(self.spec)
+            except SecretError as exc:
+                self.error(ErrorClass.CONFIG_ERROR, str(exc))
+                return self.result
             try:
                 self.cnx = _connect_with_retries(self.spec, self.password, self.settings, self.deadline)
             except Exception as exc:
@@ -494,12 +653,16 @@ class ServerReader:
             server["binlog_status_gtid_set"] = self.convert(row.get("Executed_Gtid_Set"), "text",
                                                             "Executed_Gtid_Set", st)
 
-    def _source_server(self, host: str | None, port: int | None, uuid: str | None) -> str | None:
-        if uuid and uuid.lower() in self.uuid_book:
-            return self.uuid_book[uuid.lower()]
-        if host and port:
-            return self.address_book.get((host.lower(), int(port)))
-        return None
+    def _resolve_source(self, row: dict[str, Any]) -> None:
+        """Fill the channel's ``source_*`` columns from the run's one resolver."""
+        if self.resolver is None:
+            row.update(source_server=None, source_method=None,
+                       source_problem="no inventory to resolve the source against")
+            return
+        res = self.resolver.resolve(self.spec.name, row["source_host"], row["source_port"], row["source_uuid"])
+        row.update(source_server=res.source, source_method=res.method, source_problem=res.problem,
+                   source_uuid_mismatch=res.uuid_mismatch,
+                   source_candidates=",".join(res.candidates) or None)
 
     def _read_channels(self, dialect: Dialect) -> list[dict[str, Any]]:
         st = dialect.replica_status
@@ -547,7 +710,7 @@ class ServerReader:
                 "seconds_behind_source": c("Seconds_Behind_Source", "int"),
                 "sql_delay": c("SQL_Delay", "int"),
             }
-            row["source_server"] = self._source_server(row["source_host"], row["source_port"], row["source_uuid"])
+            self._resolve_source(row)
             for col in ("retrieved_gtid_set", "executed_gtid_set"):
                 self.check_gtid_text(row[col], col, st, name)
             rec = receiver.get(name)
@@ -620,13 +783,22 @@ class ServerReader:
         return self.query(sql, params, channel=channel, quiet_errnos=quiet_errnos)
 
     def _read_relay_tail(self, dialect: Dialect, channel: dict[str, Any]) -> None:
-        """The events from the applier's position to the end of the newest relay log, capped.
+        """The last events of the channel's newest relay log, whatever the backlog.
 
-        Starts at Relay_Log_Pos (a transaction boundary: where the applier resumes) when the
-        newest file is the applier's, else at the start of the newest file. Pages with
-        ``LIMIT offset, n`` from that fixed start: End_log_pos in a relay log is the *source's*
-        binary log position, so it cannot be used as the next FROM. At most
-        ``relay_tail_max_events`` events are kept; one more is probed to record truncation.
+        The question the audit asks of a relay log is whether its *last* transaction is
+        complete, so the end of the newest file is what must be read. The newest file is the
+        applier's (Relay_Log_File) or a later one the receiver rotated to (the next file
+        numbers are probed). Reading starts at Relay_Log_Pos (a transaction boundary) when the
+        newest file is the applier's, else at the file's start; ``SHOW RELAYLOG EVENTS`` has no
+        "last n events", so when more than ``relay_tail_max_events`` events follow that start,
+        the end is located by probing ``LIMIT k, 1`` at doubling then halving offsets (at most
+        ``relay_tail_max_scan_events`` events deep) and the last ``relay_tail_max_events``
+        events are read. Offsets, not positions, page the file: End_log_pos in a relay log is
+        the *source's* binary log position, so it cannot be used as the next FROM.
+
+        ``relay_tail_truncated`` is true only when the end could not be reached (a backlog
+        deeper than the scan bound, or a statement failed): the tail is then of unknown
+        completeness and no check may treat it as the end of the relay log.
         """
         name = channel["channel_name"]
         current = channel.get("relay_log_file")
@@ -642,21 +814,49 @@ class ServerReader:
                 if not rows:
                     break
                 newest, start = candidate, None
-        cap, page = self.settings.relay_tail_max_events, self.settings.relay_tail_page_events
-        seq, truncated = 0, False
-        while True:
-            if seq >= cap:
-                more, _ = self._relay_events(dialect, name, newest, start, seq, 1)
-                truncated = bool(more)
-                break
+        cap = self.settings.relay_tail_max_events
+        truncated = False
+        first = 0  # offset (events after ``start``) of the first event kept
+        probe, _ = self._relay_events(dialect, name, newest, start, cap, 1)
+        if probe is None:
+            return
+        if probe:  # more than ``cap`` events follow the start: find the end
+            low, high = cap + 1, None  # ``low`` events are known to exist; ``high`` do not
+            step = cap
+            while high is None:
+                step *= 2
+                k = min(low - 1 + step, self.settings.relay_tail_max_scan_events)
+                rows, _ = self._relay_events(dialect, name, newest, start, k, 1)
+                if rows is None:
+                    return
+                if rows:
+                    low = k + 1
+                    if k >= self.settings.relay_tail_max_scan_events:
+                        truncated = True  # deeper than we may scan: the end stays unknown
+                        break
+                else:
+                    high = k
+            while high is not None and high - low > 0:  # low events exist, high do not
+                mid = (low + high) // 2
+                rows, _ = self._relay_events(dialect, name, newest, start, mid, 1)
+                if rows is None:
+                    return
+                if rows:
+                    low = mid + 1
+                else:
+                    high = mid
+            first = max(0, low - cap) if not truncated else 0
+        seq, page = 0, self.settings.relay_tail_page_events
+        while seq < cap:
             want = min(page, cap - seq)
-            rows, at = self._relay_events(dialect, name, newest, start, seq, want)
+            rows, at = self._relay_events(dialect, name, newest, start, first + seq, want)
             if rows is None:
-                return
+                truncated = True  # the end was not read
+                break
             for ev in rows:
                 st = "SHOW RELAYLOG EVENTS"
                 self.result.relay_log_tail.append({
-                    **self.base, "read_at": at, "channel_name": name, "seq": seq,
+                    **self.base, "read_at": at, "channel_name": name, "seq": first + seq,
                     "log_name": _text(ev.get("Log_name")) or newest,
                     "pos": self.convert(ev.get("Pos"), "int", "Pos", st, name) or 0,
                     "event_type": _text(ev.get("Event_type")) or "",
@@ -668,7 +868,8 @@ class ServerReader:
             if len(rows) < want:
                 break  # the end of the relay log
         channel.update({"relay_tail_file": newest, "relay_tail_start_pos": start,
-                        "relay_tail_events": seq, "relay_tail_truncated": truncated})
+                        "relay_tail_events": seq, "relay_tail_first_event": first,
+                        "relay_tail_truncated": truncated})
 
 
 def _to_int_or_none(value: Any) -> int | None:
@@ -678,9 +879,10 @@ def _to_int_or_none(value: Any) -> int | None:
         return None
 
 
-def read_server(spec: ServerSpec, password: Secret | None, ctx: RunContext, **kwargs: Any) -> ServerResult:
-    """Read one server into rows; never raises (failures are ``collection_errors`` rows)."""
-    return ServerReader(spec, password, ctx, **kwargs).read()
+def read_server(spec: ServerSpec, ctx: RunContext, **kwargs: Any) -> ServerResult:
+    """Read one server into rows; never raises (failures are ``collection_errors`` rows).
+    ``kwargs``: ``read_order``, ``topology_depth``, ``resolver`` (see :class:`ServerReader`)."""
+    return ServerReader(spec, ctx, **kwargs).read()
 
 
 # --- topology probe and read order ---------------------------------------------------------------
@@ -694,17 +896,21 @@ class Probe:
     sources: tuple[tuple[str | None, int | None, str | None], ...] = ()   # (host, port, uuid) per channel
     replicas: tuple[tuple[str | None, int | None, str | None], ...] = ()  # from SHOW REPLICAS
     ok: bool = True
+    hostname: str | None = None       # @@GLOBAL.hostname, a name replicas may use for it
+    reported_port: int | None = None  # @@GLOBAL.port
 
 
-def probe_server(spec: ServerSpec, password: Secret | None, settings: CollectionSettings,
-                 want_replicas: bool = False) -> Probe:
-    """A light read for planning: server_uuid, each channel's source, optionally SHOW REPLICAS.
-    Never raises; a server that cannot be probed is planned alone (its read records why)."""
+def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool = False) -> Probe:
+    """A light read for planning: server_uuid, hostname, each channel's source, optionally SHOW
+    REPLICAS. Never raises; a server that cannot be probed is planned alone (its read records
+    why)."""
     cnx = None
     try:
+        password = resolve_password(spec)
         cnx = connect(spec, password, min(spec.connect_timeout_s, settings.server_deadline_s))
         cur = cnx.cursor(dictionary=True)
-        cur.execute("SELECT @@GLOBAL.version AS version, @@GLOBAL.server_uuid AS server_uuid")
+        cur.execute("SELECT @@GLOBAL.version AS version, @@GLOBAL.server_uuid AS server_uuid, "
+                    "@@GLOBAL.hostname AS hostname, @@GLOBAL.port AS port")
         row = cur.fetchall()[0]
         dialect = dialect_for(MySQLVersion.parse(_text(row["version"])))
         uuid = (_text(row["server_uuid"]) or "").lower() or None
@@ -721,7 +927,8 @@ def probe_server(spec: ServerSpec, password: Secret | None, settings: Collection
                  (_text(r.get("Replica_UUID") or r.get("Slave_UUID")) or "").lower() or None)
                 for r in cur.fetchall())
         cur.close()
-        return Probe(spec.name, uuid, sources, replicas)
+        return Probe(spec.name, uuid, sources, replicas, hostname=_text(row.get("hostname")) or None,
+                     reported_port=_to_int_or_none(row.get("port")))
     except Exception:
         return Probe(spec.name, None, ok=False)
     finally:
@@ -740,8 +947,6 @@ class ReadPlan:
     groups: tuple[tuple[tuple[str, ...], ...], ...]
     depth: Mapping[str, int]
     read_order: Mapping[str, int]
-    address_book: Mapping[tuple[str, int], str]
-    uuid_book: Mapping[str, str]
 
 
 def plan_read_order(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) -> ReadPlan:
@@ -808,4 +1013,93 @@ def plan_read_order(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) ->
                 waves.append(wave)
         groups.append(tuple(waves))
     groups.sort(key=lambda g: (-sum(len(w) for w in g), g[0][0]))
-    return ReadPlan(tuple(groups), depth, read_order, address_book, uuid_book)
+    return ReadPlan(tuple(groups), depth, read_order)
+
+
+def inventory_for_resolution(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) -> list[InventoryServer]:
+    """What the source resolver knows of the run's servers: configured names, addresses and
+    aliases, plus the probed server_uuid, hostname and port."""
+    out = []
+    for s in specs:
+        probe = probes.get(s.name)
+        out.append(InventoryServer(
+            name=s.name, host=s.host, port=s.port, cluster=s.cluster,
+            aliases=tuple(f"{h}:{p}" for h, p in s.aliases),
+            server_uuid=probe.server_uuid if probe else None,
+            hostname=probe.hostname if probe else None,
+            reported_port=probe.reported_port if probe else None))
+    return out
+
+
+# --- reading a partition: one flat pool, the read order kept inside each group -------------------
+
+#: A replication group as a task receives it: waves of servers, each wave read after the previous.
+Group = Sequence[Sequence[tuple[ServerSpec, int | None, int | None]]]  # (spec, read_order, depth)
+
+
+def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[InventoryServer]
+                ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Read every server of ``groups`` on one pool of ``per_task_concurrency`` threads and yield
+    ``(table, row)`` pairs as servers finish.
+
+    Within a group, a wave starts only when the previous wave (its replicas) is done: a replica
+    is read before its source, which is what makes ``errant_transactions`` sound. Across groups
+    nothing waits: a large group does not hold back the small ones, and a slow server holds one
+    thread for at most its deadline. One resolver (one DNS cache) serves the partition.
+    """
+    resolver = SourceResolver(inventory)
+    pending = [list(g) for g in groups if g]
+    waves_left = {i: list(g) for i, g in enumerate(pending)}
+    running: dict[Any, int] = {}       # future -> group index
+    open_reads = {i: 0 for i in waves_left}
+    lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=max(1, ctx.settings.per_task_concurrency)) as pool:
+
+        def start_next_wave(i: int) -> None:
+            while waves_left[i] and open_reads[i] == 0:
+                wave = waves_left[i].pop(0)
+                for spec, order, depth in wave:
+                    fut = pool.submit(read_server, spec, ctx, read_order=order, topology_depth=depth,
+                                      resolver=resolver)
+                    with lock:
+                        running[fut] = i
+                    open_reads[i] += 1
+
+        for i in list(waves_left):
+            start_next_wave(i)
+        while running:
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                with lock:
+                    i = running.pop(fut)
+                open_reads[i] -= 1
+                yield from fut.result().rows()
+                start_next_wave(i)
+
+
+# --- the Spark task bodies (mapPartitions): plain values in, rows as schema tuples out ----------
+
+def probe_partition(specs: Iterable[ServerSpec], settings: ReadSettings, want_replicas: bool = False
+                    ) -> Iterator[Probe]:
+    """Probe the servers of one partition on a bounded pool."""
+    specs = list(specs)
+    if not specs:
+        return iter(())
+    with ThreadPoolExecutor(max_workers=min(settings.per_task_concurrency, len(specs))) as pool:
+        return iter(list(pool.map(lambda s: probe_server(s, settings, want_replicas), specs)))
+
+
+def read_partition(bundles: Iterable[Sequence[Group]], ctx: RunContext, inventory: Any
+                   ) -> Iterator[tuple[str, tuple]]:
+    """Read every group of one partition and yield ``(table, row)`` with ``row`` a tuple in the
+    table's column order (``schemas``), ready for a DataFrame. ``inventory`` is the resolver's
+    inventory or a Spark broadcast of it."""
+    from schemas import get_table
+
+    inventory = getattr(inventory, "value", inventory)
+    groups = [group for bundle in bundles for group in bundle]
+    tables: dict[str, Any] = {}
+    for table, row in read_groups(groups, ctx, inventory):
+        schema = tables.get(table) or tables.setdefault(table, get_table(table))
+        schema.check_row(row)
+        yield table, tuple(row.get(c) for c in schema.column_names)

@@ -5,26 +5,40 @@ location (relative ``warehouse``, ``password_file``, ``option_file`` and TLS pat
 against the file's directory). Errors are :class:`ConfigError` naming the file, the key and the
 bad value; values under a key that looks like a secret are never quoted.
 
-Secrets are only ever referenced (``password_env``, ``password_file`` or ``option_file``) and
-resolved on the driver by :func:`resolve_password` into a :class:`Secret`, whose ``repr`` and
-``str`` hide the value, so that no log line, error or table can carry it.
+Every settings model of the job lives here, the ``audit`` section's included. What Spark tasks
+need is converted into the plain values of ``jobs.collector`` (:class:`ServerSpec`,
+:class:`ReadSettings`), so executors never import pydantic or YAML.
 
-The ``audit`` section belongs to the audit job: it is kept as a plain mapping here and
-validated by the audit job's own model (``AuditSettings.model_validate(config.audit or {})``).
+Secrets are only ever referenced (``password_env``, ``password_file`` or ``option_file``). The
+references travel to the executors, which resolve them (``jobs.collector.resolve_password``)
+into a :class:`Secret` whose ``repr`` and ``str`` hide the value and which refuses to be
+pickled, so that no log line, event log, error or table can carry it.
 """
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import os
 import re
+import urllib.parse
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from jobs.collector import ReadSettings, Secret, SecretError, ServerSpec, TlsOptions, resolve_password
+
 __all__ = [
     "ConfigError",
     "Secret",
+    "SecretError",
+    "AlertmanagerSettings",
+    "Silence",
+    "SilenceError",
+    "parse_silences",
+    "AuditSettings",
+    "load_audit_settings",
     "TlsSettings",
     "ConnectionSettings",
     "ServerConfig",
@@ -47,33 +61,6 @@ class ConfigError(ValueError):
     """Raised for a configuration that cannot be used: unreadable file, invalid YAML, a key
     with a bad value (the message names the file, the key path and the value), or a secret
     reference that does not resolve (the message names the reference, never the secret)."""
-
-
-class Secret:
-    """A resolved password. ``str``/``repr`` print ``'***'``; ``reveal()`` gives the value to
-    the connection code and nothing else."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-    def __reduce__(self):  # picklable for Spark tasks
-        return (Secret, (self._value,))
 
 
 class _Frozen(BaseModel):
@@ -148,38 +135,6 @@ class ServerConfig(ConnectionSettings):
         return value
 
 
-class ServerSpec(_Frozen):
-    """A server with its defaults applied and paths resolved: what the collector uses."""
-
-    name: str
-    host: str
-    port: int
-    cluster: str | None = None
-    aliases: tuple[tuple[str, int], ...] = ()
-    user: str
-    password_env: str | None = None
-    password_file: str | None = None
-    option_file: str | None = None
-    connect_timeout_s: float
-    read_timeout_s: float
-    tls: TlsSettings | None = None
-    discovered: bool = False
-
-    def addresses(self) -> tuple[tuple[str, int], ...]:
-        """Every (host, port) by which replicas may name this server."""
-        return ((self.host.lower(), self.port),) + tuple(self.aliases)
-
-    def describe(self) -> str:
-        """One line for ``config check``: no secret, only the reference kind."""
-        ref = ("password_env=" + self.password_env if self.password_env else
-               "password_file=" + self.password_file if self.password_file else
-               "option_file=" + self.option_file if self.option_file else "no password")
-        tls = "tls" if self.tls and self.tls.enabled else "no-tls"
-        alias = (" aliases=" + ",".join(f"{h}:{p}" for h, p in self.aliases)) if self.aliases else ""
-        return (f"{self.name:<20} {self.host}:{self.port:<6} cluster={self.cluster or '-'} "
-                f"user={self.user} {ref} {tls}{alias}")
-
-
 class RetrySettings(_Frozen):
     """Retries of transient connection errors (never of authentication failures)."""
 
@@ -200,6 +155,18 @@ class CollectionSettings(_Frozen):
     relay_tail_max_events: int = Field(default=2000, ge=1)      # cap on relay log events per channel
     relay_tail_page_events: int = Field(default=500, ge=1)      # LIMIT of one SHOW RELAYLOG EVENTS page
     relay_probe_files: int = Field(default=4, ge=0, le=100)     # next relay file numbers probed
+    relay_tail_max_scan_events: int = Field(default=1_000_000, ge=1)  # how deep the end of a relay log is looked for
+
+    def read_settings(self) -> ReadSettings:
+        """The plain values a Spark task needs."""
+        return ReadSettings(
+            server_deadline_s=self.server_deadline_s, retry_attempts=self.retries.attempts,
+            retry_wait_initial_s=self.retries.wait_initial_s, retry_wait_max_s=self.retries.wait_max_s,
+            binlog_header_events=self.binlog_header_events, max_binary_logs=self.max_binary_logs,
+            relay_tail_max_events=self.relay_tail_max_events,
+            relay_tail_page_events=self.relay_tail_page_events, relay_probe_files=self.relay_probe_files,
+            relay_tail_max_scan_events=self.relay_tail_max_scan_events,
+            per_task_concurrency=self.per_task_concurrency)
 
 
 class DiscoverySettings(_Frozen):
@@ -217,7 +184,6 @@ class SparkSettings(_Frozen):
     master: str | None = None
     app_name: str = "gtid-audit"
     conf: dict[str, str] = Field(default_factory=dict)
-    delta_writer: Literal["auto", "delta-rs", "delta-spark"] = "auto"
     #: Spark's own log level for a session the job creates (spark-submit's settings win).
     log_level: Literal["ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"] = "ERROR"
 
@@ -233,6 +199,146 @@ _DEFAULT_CONNECT_TIMEOUT = 5.0
 _DEFAULT_READ_TIMEOUT = 10.0
 
 
+# --- the audit section --------------------------------------------------------------------------
+
+_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+class AlertmanagerSettings(_Frozen):
+    """``audit.alertmanager``: where and how to post the feed."""
+
+    url: str
+    timeout_s: float = Field(default=10.0, gt=0)
+    attempts: int = Field(default=4, ge=1, le=20)
+    ttl_hours: float = Field(default=48.0, gt=0,
+                             description="endsAt of a firing alert: must exceed the time between runs")
+    generator_url: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        parsed = urllib.parse.urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"alertmanager url must be http(s)://host[:port][/prefix], got {value!r}")
+        return value.rstrip("/")
+
+
+class SilenceError(ValueError):
+    """Raised when the ``audit.silences`` configuration is invalid; the message names the entry
+    (by position) and quotes the bad value."""
+
+
+class Silence(_Frozen):
+    """One configured silence. ``expires`` is inclusive: the silence applies on that date."""
+
+    id: str | None = Field(default=None, description="stable name; derived from the selectors when omitted")
+    check: str | None = None
+    cluster: str | None = None
+    server: str | None = None
+    gtid_uuids: tuple[str, ...] = ()
+    expires: dt.date
+    reason: str = Field(min_length=1)
+
+    @field_validator("gtid_uuids", mode="before")
+    @classmethod
+    def _uuids(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"gtid_uuids must be a list of server_uuid strings, got {value!r}")
+        out = []
+        for item in value:
+            text = str(item).strip().lower()
+            if not _UUID_RE.match(text):
+                raise ValueError(f"not a server_uuid: {item!r}")
+            out.append(text)
+        return tuple(sorted(set(out)))
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> "Silence":
+        if not (self.check or self.cluster or self.server or self.gtid_uuids):
+            raise ValueError("a silence must set at least one of check, cluster, server, gtid_uuids")
+        if self.id is None:
+            basis = "|".join([self.check or "", self.cluster or "", self.server or "",
+                              ",".join(self.gtid_uuids), self.expires.isoformat()])
+            object.__setattr__(self, "id", "silence-" + hashlib.sha1(basis.encode()).hexdigest()[:10])
+        return self
+
+    def is_active(self, on: dt.date) -> bool:
+        """True while ``on`` is not after ``expires``."""
+        return on <= self.expires
+
+
+def parse_silences(raw: object) -> tuple[Silence, ...]:
+    """Validate the raw ``audit.silences`` list (from YAML) into frozen ``Silence`` values."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, (list, tuple)):
+        raise SilenceError(f"audit.silences must be a list, got {raw!r}")
+    out = []
+    for index, item in enumerate(raw):
+        if isinstance(item, Silence):
+            out.append(item)
+            continue
+        try:
+            out.append(Silence.model_validate(item))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(entry)'}: {e['msg']}"
+                                 for e in exc.errors())
+            raise SilenceError(f"audit.silences[{index}] {item!r} is invalid: {problems}") from None
+    ids = [s.id for s in out]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise SilenceError(f"audit.silences: duplicate silence id(s) {duplicates!r}")
+    return tuple(out)
+
+
+
+FailOn = Literal["critical", "warning", "never"]
+
+
+class AuditSettings(_Frozen):
+    """The ``audit:`` section: exit threshold, alert threshold, silences, Alertmanager."""
+
+    fail_on: FailOn = "critical"
+    alert_min_severity: Literal["info", "warning", "critical"] = "warning"
+    silences: tuple[Silence, ...] = ()
+    alertmanager: AlertmanagerSettings | None = None
+
+    @field_validator("silences", mode="before")
+    @classmethod
+    def _silences(cls, value: object) -> object:
+        return parse_silences(value)
+
+    @model_validator(mode="after")
+    def _known_checks(self) -> "AuditSettings":
+        """A silence naming a check id that does not exist is an error, not a silence that
+        never matches."""
+        from gtid_core.registry import REGISTRY
+
+        for i, silence in enumerate(self.silences):
+            if silence.check is not None and silence.check not in REGISTRY:
+                raise ValueError(f"audit.silences[{i}].check: unknown check id {silence.check!r} "
+                                 f"(gtid-audit explain lists them: {', '.join(sorted(REGISTRY))})")
+        return self
+
+
+def load_audit_settings(raw: Mapping[str, Any] | AuditSettings | None, source: str = "<config>") -> AuditSettings:
+    """Validate a raw ``audit`` mapping (an :class:`AuditSettings` is returned as is); errors
+    are ConfigError naming the file and the key."""
+    if isinstance(raw, AuditSettings):
+        return raw
+    try:
+        return AuditSettings.model_validate(dict(raw or {}))
+    except ValidationError as exc:
+        problems = "; ".join(f"audit.{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                             + (f" (value {e.get('input')!r})" if e['loc'] else "")
+                             for e in exc.errors())
+        raise ConfigError(f"{source}: invalid audit section: {problems}") from None
+    except ValueError as exc:  # SilenceError from the silences validator
+        raise ConfigError(f"{source}: {exc}") from None
+
+
 class GtidAuditConfig(_Frozen):
     """The whole file. ``source_path`` is set by :func:`load_config`."""
 
@@ -243,8 +349,13 @@ class GtidAuditConfig(_Frozen):
     collection: CollectionSettings = CollectionSettings()
     discovery: DiscoverySettings = DiscoverySettings()
     spark: SparkSettings = SparkSettings()
-    audit: dict[str, Any] | None = None
+    audit: AuditSettings = AuditSettings()
     source_path: str | None = None
+
+    @field_validator("audit", mode="before")
+    @classmethod
+    def _audit(cls, value: object) -> object:
+        return {} if value is None else value
 
     @model_validator(mode="after")
     def _inventory(self) -> "GtidAuditConfig":
@@ -291,8 +402,9 @@ class GtidAuditConfig(_Frozen):
         src = o if has_own_secret else d
         tls = o.tls if o.tls is not None else d.tls
         if tls is not None:
-            tls = tls.model_copy(update={k: self._path(getattr(tls, k))
-                                         for k in ("ca_file", "cert_file", "key_file")})
+            tls = TlsOptions(enabled=tls.enabled, ca_file=self._path(tls.ca_file),
+                             cert_file=self._path(tls.cert_file), key_file=self._path(tls.key_file),
+                             verify_cert=tls.verify_cert, verify_identity=tls.verify_identity)
         return {
             "user": o.user or d.user,
             "password_env": src.password_env,
@@ -316,8 +428,7 @@ class GtidAuditConfig(_Frozen):
 
     def discovered_spec(self, name: str, host: str, port: int, like: ServerSpec) -> ServerSpec:
         """A server found by discovery: the connection settings of the server that led to it."""
-        return like.model_copy(update={"name": name, "host": host, "port": port, "aliases": (),
-                                       "discovered": True})
+        return like.discovered_as(name, host, port)
 
 
 def _format_errors(path: str, exc: ValidationError) -> str:
@@ -366,22 +477,3 @@ def load_config(path: str | os.PathLike) -> GtidAuditConfig:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{str(p)!r}: invalid YAML{at}: {problem}") from None
     return parse_config(data, str(p.resolve()))
-
-
-def resolve_password(spec: ServerSpec) -> Secret | None:
-    """The password of ``spec`` from its reference; None when it uses an option file or none.
-    Raises ConfigError naming the reference (never the value) when it does not resolve."""
-    if spec.password_env:
-        value = os.environ.get(spec.password_env)
-        if value is None:
-            raise ConfigError(f"server {spec.name!r}: environment variable {spec.password_env!r} is not set")
-        return Secret(value)
-    if spec.password_file:
-        try:
-            return Secret(Path(spec.password_file).read_text(encoding="utf-8").rstrip("\r\n"))
-        except OSError as exc:
-            raise ConfigError(f"server {spec.name!r}: cannot read password_file "
-                              f"{spec.password_file!r}: {exc.strerror}") from None
-    if spec.option_file and not Path(spec.option_file).is_file():
-        raise ConfigError(f"server {spec.name!r}: option_file {spec.option_file!r} does not exist")
-    return None

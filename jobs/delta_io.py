@@ -1,19 +1,18 @@
-"""Delta table writes and reads for gtid-audit, with one decision for which library writes.
+"""Delta tables of gtid-audit: delta-spark writes them from the executors, one commit per table.
 
-Two writers produce the same tables (same schema from ``schemas``, same partitioning, same
-commit marker):
-
-* **delta-rs** (``deltalake``) from the driver: the default, needs no JVM jars. A run's rows of
-  one table are written by ``write_deltalake(mode="overwrite", predicate="run_id = '<id>'")``:
-  one atomic commit that removes the run's previous rows and adds the new ones.
-* **delta-spark**, when its jars are on the classpath (``--packages io.delta:delta-spark_2.13:..``):
-  ``DataFrameWriter.format("delta").mode("overwrite").option("replaceWhere", "run_id = '<id>'")``,
-  the same single atomic commit.
-
-:func:`choose_writer` is the one place that decides. The schema version of every table travels
-in the commit's ``userMetadata`` (delta-rs 1.6 refuses custom table properties; both writers
-store ``userMetadata`` in the same commitInfo field) and is checked, with the column list,
-before every write: a table written by another schema version is refused, never altered.
+* **Writes** (:func:`write_run_frame`, :func:`overwrite_frame`): a Spark DataFrame, whose rows
+  stay on the executors, is reconciled with the table's schema from ``schemas`` (column order,
+  types; NOT NULL columns are enforced by Delta) and written with
+  ``format("delta").mode("overwrite").option("replaceWhere", "run_id = '<id>'")``: one atomic
+  commit that removes the run's previous rows and adds the new ones, so rerunning a ``run_id``
+  is idempotent. A table that does not exist yet is created with the schema's exact columns,
+  nullability and partitioning first.
+* **The schema version** of every table travels in each commit's ``userMetadata`` and is
+  checked, with the column list, before every write: a table written by another schema version
+  is refused (:class:`SchemaMismatchError`), never altered.
+* **Reads**: :func:`read_frame` reads with Spark (the job). :func:`read_arrow` reads with
+  delta-rs (``deltalake``) and no JVM, for the commands that should answer at once without
+  Spark: ``gtid-audit findings`` and the report. Nothing writes with delta-rs.
 """
 from __future__ import annotations
 
@@ -22,34 +21,32 @@ import logging
 import re
 from typing import Any, Iterable, Mapping
 
-import pyarrow as pa
-
 from schemas import SCHEMA_VERSION_PROPERTY, TableSchema, get_table
 from schemas.base import SchemaError
 
 __all__ = [
     "DELTA_EXTENSION_CLASS",
-    "WRITER_DELTA_RS",
-    "WRITER_DELTA_SPARK",
+    "WRITER",
     "DeltaIOError",
     "SchemaMismatchError",
     "TableNotFoundError",
-    "overwrite_table",
     "validate_run_id",
     "table_uri",
-    "delta_spark_available",
-    "choose_writer",
+    "frame_from_rows",
+    "write_run_frame",
+    "overwrite_frame",
     "write_run_rows",
+    "read_frame",
     "read_arrow",
-    "read_table",
+    "table_exists",
     "written_schema_version",
 ]
 
 log = logging.getLogger("gtid_audit.delta_io")
 
 DELTA_EXTENSION_CLASS = "io.delta.sql.DeltaSparkSessionExtension"
-WRITER_DELTA_RS = "delta-rs"
-WRITER_DELTA_SPARK = "delta-spark"
+#: What the ``runs.writer`` column records: the one library that writes the tables.
+WRITER = "delta-spark"
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
 
 
@@ -82,47 +79,8 @@ def table_uri(warehouse: str, name: str) -> str:
     return warehouse.rstrip("/") + "/" + name
 
 
-def delta_spark_available(spark) -> bool:
-    """True if the JVM behind ``spark`` can load delta-spark (``DELTA_EXTENSION_CLASS``).
-
-    Looks the class up through the context class loader, where ``--packages``/``--jars`` put
-    it. A Spark Connect session (no local JVM) answers False: the driver then writes with
-    delta-rs, which needs no jars.
-    """
-    try:
-        jvm = spark.sparkContext._jvm
-    except Exception:  # Spark Connect: no sparkContext
-        return False
-    if jvm is None:
-        return False
-    try:
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(DELTA_EXTENSION_CLASS, False, loader)
-        return True
-    except Exception:  # py4j wraps ClassNotFoundException
-        return False
-
-
-def choose_writer(spark, preference: str = "auto") -> str:
-    """The one decision: which library writes the tables.
-
-    ``preference`` is the configuration's ``spark.delta_writer``: ``auto`` picks delta-spark
-    when its jars are loadable, delta-rs otherwise; ``delta-rs`` always uses delta-rs;
-    ``delta-spark`` requires the jars and raises DeltaIOError without them.
-    """
-    if preference == WRITER_DELTA_RS:
-        return WRITER_DELTA_RS
-    available = spark is not None and delta_spark_available(spark)
-    if preference == WRITER_DELTA_SPARK:
-        if not available:
-            raise DeltaIOError(
-                f"delta_writer {preference!r} was requested but {DELTA_EXTENSION_CLASS} is not on "
-                "the Spark classpath (start Spark with --packages io.delta:delta-spark_2.13:<version>)"
-            )
-        return WRITER_DELTA_SPARK
-    if preference != "auto":
-        raise ValueError(f"unknown delta writer {preference!r}: use auto, delta-rs or delta-spark")
-    return WRITER_DELTA_SPARK if available else WRITER_DELTA_RS
+def _schema(schema: TableSchema | str) -> TableSchema:
+    return get_table(schema) if isinstance(schema, str) else schema
 
 
 def _commit_marker(schema: TableSchema) -> str:
@@ -144,6 +102,136 @@ def _version_from_history(history: Iterable[Mapping[str, Any]]) -> int | None:
     return None
 
 
+def _delta_table(spark, uri: str):
+    """The delta-spark ``DeltaTable`` at ``uri``, or None when there is none."""
+    from delta.tables import DeltaTable
+
+    return DeltaTable.forPath(spark, uri) if DeltaTable.isDeltaTable(spark, uri) else None
+
+
+def table_exists(spark, warehouse: str, name: str) -> bool:
+    """True when a Delta table ``name`` exists under the warehouse."""
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, table_uri(warehouse, name)))
+
+
+def _check_existing(schema: TableSchema, history: list[Mapping[str, Any]],
+                    fields: list[tuple[str, bool]]) -> None:
+    """Refuse a write into a table of another schema version or column list."""
+    found = _version_from_history(history)
+    if found is not None and found != schema.version:
+        raise SchemaMismatchError(
+            f"table {schema.name!r} was written with schema version {found!r}, this writer has "
+            f"version {schema.version!r}: migrate the table or write to another warehouse"
+        )
+    wanted = [(c.name, c.nullable) for c in schema.columns]
+    if fields != wanted:
+        raise SchemaMismatchError(
+            f"table {schema.name!r} has columns {fields!r}, schema version {schema.version} "
+            f"expects {wanted!r}"
+        )
+
+
+def _prepare(spark, schema: TableSchema, uri: str) -> None:
+    """Create the table with the schema's exact columns, or check the existing one."""
+    from delta.tables import DeltaTable
+
+    existing = _delta_table(spark, uri)
+    if existing is None:
+        builder = (DeltaTable.createIfNotExists(spark).location(uri).addColumns(schema.to_spark())
+                   .comment(f"gtid-audit {schema.name}, schema version {schema.version}"))
+        if schema.partition_by:
+            builder = builder.partitionedBy(*schema.partition_by)
+        builder.execute()
+        return
+    history = [r.asDict() for r in existing.history(50).select("userMetadata").collect()]
+    fields = [(f.name, f.nullable) for f in existing.toDF().schema.fields]
+    _check_existing(schema, history, fields)
+
+
+def _conform(df, schema: TableSchema):
+    """``df`` with exactly the schema's columns, in order, cast to its types; a column the
+    schema has and ``df`` lacks is NULL; a column ``df`` has and the schema lacks is an error."""
+    from pyspark.sql import functions as F
+
+    target = schema.to_spark()
+    unknown = sorted(set(df.columns) - set(schema.column_names))
+    if unknown:
+        raise SchemaError(f"table {schema.name!r}: unknown column(s) {unknown!r}")
+    return df.select(*[(F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                       for f in target.fields])
+
+
+def write_run_frame(spark, schema: TableSchema | str, df, *, warehouse: str, run_id: str) -> None:
+    """Replace run ``run_id``'s rows of one table by ``df``'s rows, in one atomic Delta commit
+    written by the executors. Every row must belong to ``run_id`` (the replaceWhere predicate
+    makes Delta refuse any other)."""
+    schema = _schema(schema)
+    validate_run_id(run_id)
+    uri = table_uri(warehouse, schema.name)
+    _prepare(spark, schema, uri)
+    (_conform(df, schema).write.format("delta").mode("overwrite")
+     .option("replaceWhere", f"run_id = '{run_id}'")
+     .option("userMetadata", _commit_marker(schema))
+     .save(uri))
+    log.debug("wrote %s (run %s)", schema.name, run_id)
+
+
+def overwrite_frame(spark, schema: TableSchema | str, df, *, warehouse: str) -> None:
+    """Replace the whole table by ``df`` in one atomic Delta commit, for tables that are not per
+    run (``uuid_registry``). The same schema checks apply."""
+    schema = _schema(schema)
+    uri = table_uri(warehouse, schema.name)
+    _prepare(spark, schema, uri)
+    (_conform(df, schema).write.format("delta").mode("overwrite")
+     .option("userMetadata", _commit_marker(schema)).save(uri))
+    log.debug("replaced %s", schema.name)
+
+
+def frame_from_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str, Any]]):
+    """A DataFrame of a few driver-made rows (``runs``, ``run_summary``), each checked against
+    the schema first. Bulk rows never go this way: they are built on the executors."""
+    schema = _schema(schema)
+    tuples = []
+    for row in rows:
+        schema.check_row(row)
+        tuples.append(tuple(row.get(c) for c in schema.column_names))
+    return spark.createDataFrame(tuples, schema=schema.to_spark())
+
+
+def write_run_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str, Any]], *,
+                   warehouse: str, run_id: str) -> int:
+    """:func:`write_run_frame` of a few driver-made rows; returns how many."""
+    rows = list(rows)
+    others = sorted({str(r.get("run_id")) for r in rows} - {run_id})
+    if others:
+        raise SchemaError(f"table {_schema(schema).name!r}: rows of another run than {run_id!r}: {others!r}")
+    write_run_frame(spark, schema, frame_from_rows(spark, schema, rows), warehouse=warehouse, run_id=run_id)
+    return len(rows)
+
+
+def read_frame(spark, warehouse: str, name: str, run_id: str | None = None):
+    """Table ``name`` (optionally only run ``run_id``) as a Spark DataFrame."""
+    uri = table_uri(warehouse, name)
+    if _delta_table(spark, uri) is None:
+        raise TableNotFoundError(f"no Delta table at {uri!r}")
+    df = spark.read.format("delta").load(uri)
+    if run_id is not None:
+        df = df.where(df.run_id == validate_run_id(run_id))
+    return df
+
+
+def written_schema_version(warehouse: str, name: str,
+                           storage_options: Mapping[str, str] | None = None) -> int | None:
+    """The schema version stored in the table's commits (read with delta-rs, no JVM); None if
+    the table does not exist or no commit carries a marker."""
+    dt = _open_delta_rs(table_uri(warehouse, name), storage_options)
+    if dt is None:
+        return None
+    return _version_from_history(dt.history(50))
+
+
 def _open_delta_rs(uri: str, storage_options: Mapping[str, str] | None):
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError as RsTableNotFound
@@ -154,124 +242,10 @@ def _open_delta_rs(uri: str, storage_options: Mapping[str, str] | None):
         return None
 
 
-def written_schema_version(warehouse: str, name: str,
-                           storage_options: Mapping[str, str] | None = None) -> int | None:
-    """The schema version stored in the table's commits; None if the table does not exist or
-    no commit carries a marker."""
-    dt = _open_delta_rs(table_uri(warehouse, name), storage_options)
-    if dt is None:
-        return None
-    return _version_from_history(dt.history(50))
-
-
-def _check_existing(schema: TableSchema, dt) -> None:
-    """Refuse a write into a table of another schema version or column list."""
-    found = _version_from_history(dt.history(50))
-    if found is not None and found != schema.version:
-        raise SchemaMismatchError(
-            f"table {schema.name!r} was written with schema version {found!r}, this writer has "
-            f"version {schema.version!r}: migrate the table or write to another warehouse"
-        )
-    existing = [(f.name, f.nullable) for f in dt.schema().fields]
-    wanted = [(c.name, c.nullable) for c in schema.columns]
-    if existing != wanted:
-        raise SchemaMismatchError(
-            f"table {schema.name!r} has columns {existing!r}, schema version {schema.version} "
-            f"expects {wanted!r}"
-        )
-
-
-def write_run_rows(schema: TableSchema | str, rows: Iterable[Mapping[str, Any]], *, warehouse: str,
-                   run_id: str, writer: str = WRITER_DELTA_RS, spark=None,
-                   storage_options: Mapping[str, str] | None = None) -> int:
-    """Replace run ``run_id``'s rows of one table by ``rows``, in one atomic Delta commit.
-
-    Every row must belong to ``run_id`` and fit the schema (checked before anything is
-    written). Rerunning with the same rows leaves the same table content: the commit removes
-    the run's old rows and adds the new ones, never duplicates them. Returns the number of rows
-    written.
-    """
-    if isinstance(schema, str):
-        schema = get_table(schema)
-    validate_run_id(run_id)
-    data = schema.rows_to_arrow(rows)
-    if data.num_rows and set(data.column("run_id").to_pylist()) != {run_id}:
-        raise SchemaError(f"table {schema.name!r}: rows of another run than {run_id!r}")
-    _commit(schema, data, warehouse=warehouse, predicate=f"run_id = '{run_id}'", writer=writer,
-            spark=spark, storage_options=storage_options)
-    log.debug("wrote %d rows to %s (run %s, %s)", data.num_rows, schema.name, run_id, writer)
-    return data.num_rows
-
-
-def overwrite_table(schema: TableSchema | str, rows: Iterable[Mapping[str, Any]], *, warehouse: str,
-                    writer: str = WRITER_DELTA_RS, spark=None,
-                    storage_options: Mapping[str, str] | None = None) -> int:
-    """Replace the whole table by ``rows`` in one atomic Delta commit, for tables that are not
-    per run (``uuid_registry``: one row per server_uuid, merged in memory each run). The same
-    schema checks as ``write_run_rows`` apply. Returns the number of rows written."""
-    if isinstance(schema, str):
-        schema = get_table(schema)
-    data = schema.rows_to_arrow(rows)
-    _commit(schema, data, warehouse=warehouse, predicate=None, writer=writer, spark=spark,
-            storage_options=storage_options)
-    log.debug("replaced %s with %d rows (%s)", schema.name, data.num_rows, writer)
-    return data.num_rows
-
-
-def _commit(schema: TableSchema, data: pa.Table, *, warehouse: str, predicate: str | None, writer: str,
-            spark, storage_options: Mapping[str, str] | None) -> None:
-    """One Delta commit replacing the rows ``predicate`` selects (the whole table when None)."""
-    uri = table_uri(warehouse, schema.name)
-    if writer == WRITER_DELTA_RS:
-        from deltalake import CommitProperties, write_deltalake
-
-        existing = _open_delta_rs(uri, storage_options)
-        if existing is not None:
-            _check_existing(schema, existing)
-        write_deltalake(
-            uri, data, mode="overwrite", predicate=predicate,
-            partition_by=list(schema.partition_by) or None,
-            storage_options=dict(storage_options or {}) or None,
-            commit_properties=CommitProperties(custom_metadata={"userMetadata": _commit_marker(schema)}),
-        )
-    elif writer == WRITER_DELTA_SPARK:
-        if spark is None:
-            raise DeltaIOError("the delta-spark writer needs a Spark session")
-        _write_delta_spark(spark, schema, data, uri, predicate)
-    else:
-        raise ValueError(f"unknown delta writer {writer!r}")
-
-
-def _write_delta_spark(spark, schema: TableSchema, data: pa.Table, uri: str, predicate: str | None) -> None:
-    """delta-spark variant of ``write_run_rows`` (same schema, partitioning and marker)."""
-    from delta.tables import DeltaTable as SparkDeltaTable
-
-    if SparkDeltaTable.isDeltaTable(spark, uri):
-        table = SparkDeltaTable.forPath(spark, uri)
-        history = [r.asDict() for r in table.history(50).select("userMetadata").collect()]
-
-        class _Shim:  # adapt to _check_existing's delta-rs shaped interface
-            def history(self, _n):
-                return history
-
-            def schema(self):
-                from types import SimpleNamespace
-
-                return SimpleNamespace(fields=[SimpleNamespace(name=f.name, nullable=f.nullable)
-                                               for f in table.toDF().schema.fields])
-
-        _check_existing(schema, _Shim())
-    df = spark.createDataFrame(data, schema=schema.to_spark())
-    out = df.write.format("delta").mode("overwrite").option("userMetadata", _commit_marker(schema))
-    if predicate is not None:
-        out = out.option("replaceWhere", predicate)
-    out.partitionBy(*schema.partition_by).save(uri)
-
-
 def read_arrow(warehouse: str, name: str, run_id: str | None = None,
-               storage_options: Mapping[str, str] | None = None) -> pa.Table:
-    """Table ``name`` (optionally one run) as a pyarrow table, read with delta-rs; cast to the
-    registered schema when the table is registered."""
+               storage_options: Mapping[str, str] | None = None):
+    """Table ``name`` (optionally one run) as a pyarrow table, read with delta-rs and no JVM
+    (``gtid-audit findings``, the report); cast to the registered schema when there is one."""
     uri = table_uri(warehouse, name)
     dt = _open_delta_rs(uri, storage_options)
     if dt is None:
@@ -283,31 +257,3 @@ def read_arrow(warehouse: str, name: str, run_id: str | None = None,
     except SchemaError:
         return data
     return data.select(target.names).cast(target)
-
-
-def read_table(spark, warehouse: str, name: str, run_id: str | None = None,
-               storage_options: Mapping[str, str] | None = None):
-    """Table ``name`` (optionally only run ``run_id``) as a Spark DataFrame.
-
-    With delta-spark on the classpath Spark reads the table itself; otherwise delta-rs reads it
-    on the driver and the Arrow data becomes a DataFrame (the tables hold one night's inventory,
-    small enough for the driver).
-    """
-    uri = table_uri(warehouse, name)
-    if delta_spark_available(spark):
-        from delta.tables import DeltaTable as SparkDeltaTable
-
-        if not SparkDeltaTable.isDeltaTable(spark, uri):
-            raise TableNotFoundError(f"no Delta table at {uri!r}")
-        df = spark.read.format("delta").load(uri)
-        if run_id is not None:
-            df = df.where(df.run_id == validate_run_id(run_id))
-        return df
-    data = read_arrow(warehouse, name, run_id, storage_options)
-    try:
-        spark_schema = get_table(name).to_spark()
-    except SchemaError:
-        spark_schema = None
-    if spark_schema is not None:
-        return spark.createDataFrame(data, schema=spark_schema)
-    return spark.createDataFrame(data)

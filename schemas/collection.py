@@ -87,7 +87,7 @@ SERVERS = register(TableSchema(
 
 CHANNELS = register(TableSchema(
     name="channels",
-    version=1,
+    version=2,
     description="One row per replica channel (SHOW REPLICA STATUS / SHOW SLAVE STATUS row), "
                 "joined with performance_schema receiver state and applier configuration.",
     key=("run_id", "server", "channel_name"),
@@ -99,7 +99,13 @@ CHANNELS = register(TableSchema(
         C("source_uuid", L.STRING, True, "Source_UUID (Master_UUID); NULL if never connected"),
         C("source_server_id", L.INT64, True, "Source_Server_Id (Master_Server_Id)"),
         C("source_server", L.STRING, True,
-          "inventory name of the source (matched by host:port, aliases or server_uuid); NULL if unknown"),
+          "inventory name of the source, the answer of the run's one source resolver "
+          "(jobs.pairs.SourceResolver); NULL when unresolved (source_problem says why)"),
+        C("source_method", L.STRING, True, "how the source was resolved: name, address or source_uuid"),
+        C("source_problem", L.STRING, True, "why the source could not be resolved; NULL when resolved"),
+        C("source_uuid_mismatch", L.STRING, True,
+          "set when the resolved server's server_uuid differs from Source_UUID (last connection)"),
+        C("source_candidates", L.STRING, True, "comma-separated inventory servers the address matched"),
         C("retrieved_gtid_set", L.STRING, True, "Retrieved_Gtid_Set, server text"),
         C("executed_gtid_set", L.STRING, True, "Executed_Gtid_Set, server text"),
         C("io_running", L.STRING, True, "Replica_IO_Running (Slave_IO_Running): Yes, No, Connecting"),
@@ -141,8 +147,11 @@ CHANNELS = register(TableSchema(
         C("relay_tail_file", L.STRING, True, "newest relay log file whose tail was read"),
         C("relay_tail_start_pos", L.INT64, True, "position the tail read started from"),
         C("relay_tail_events", L.INT32, True, "events stored in relay_log_tail for this channel"),
+        C("relay_tail_first_event", L.INT64, True,
+          "offset (in events after relay_tail_start_pos) of the first stored event"),
         C("relay_tail_truncated", L.BOOL, True,
-          "true if the event cap stopped the read before the end of the relay log"),
+          "true if the end of the newest relay log could not be read (the tail's completeness is "
+          "unknown); false when the stored events end at the end of the relay log"),
     ),
 ))
 
@@ -165,14 +174,15 @@ BINARY_LOGS = register(TableSchema(
 
 RELAY_LOG_TAIL = register(TableSchema(
     name="relay_log_tail",
-    version=1,
-    description="The last events of each channel's newest relay log (SHOW RELAYLOG EVENTS), read "
-                "from the applier position forward with a cap: enough for the transaction "
-                "boundary parser to tell whether the relay log ends inside a transaction.",
+    version=2,
+    description="The last events of each channel's newest relay log (SHOW RELAYLOG EVENTS), at "
+                "most collection.relay_tail_max_events of them, ending at the end of the file: "
+                "enough for the transaction boundary parser to tell whether the relay log ends "
+                "inside a transaction.",
     key=("run_id", "server", "channel_name", "log_name", "pos"),
     columns=server_columns() + (
         C("channel_name", L.STRING, False, "Channel_Name; '' is the default channel"),
-        C("seq", L.INT32, False, "order of the event in the tail (0 = first read)"),
+        C("seq", L.INT32, False, "offset of the event after the tail's start position (order)"),
         C("log_name", L.STRING, False, "Log_name"),
         C("pos", L.INT64, False, "Pos"),
         C("event_type", L.STRING, False, "Event_type"),

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from jobs.alerts import finding_key
-from jobs.audit import exit_code_for, main, select_findings
+from jobs.audit import exit_code_for, select_findings
+from jobs.cli import main
 from jobs.delta_io import write_run_rows
 
 D = dt.date(2026, 11, 22)
@@ -32,11 +33,11 @@ ROWS = [finding("errant_transactions", "r1", "critical", gtid_set="3e11fa47-71ca
 
 
 @pytest.fixture
-def audited(tmp_path):
+def audited(spark, tmp_path):
     """A warehouse holding one audited run's findings and summary, and its config file."""
     wh = tmp_path / "wh"
-    write_run_rows("findings", ROWS, warehouse=str(wh), run_id="run1")
-    write_run_rows("run_summary", [{
+    write_run_rows(spark, "findings", ROWS, warehouse=str(wh), run_id="run1")
+    write_run_rows(spark, "run_summary", [{
         "run_id": "run1", "run_date": D, "audited_at": AT, "audit_seconds": 1.0, "servers_audited": 5,
         "servers_failed": 0, "pairs_audited": 4, "findings_open": 5, "findings_silenced": 1,
         "findings_resolved": 1, "findings_by_check": "{}", "findings_by_severity": "{}",

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from jobs.audit import audit_run, explain_text, load_audit_settings, AuditError
-from jobs.config import parse_config
+from jobs.audit import AuditError, audit_run, explain_text
+from jobs.config import ConfigError, load_audit_settings, parse_config
 from jobs.delta_io import read_arrow, write_run_rows
 
 pytestmark = pytest.mark.spark
@@ -39,9 +39,13 @@ def server(run, name, port, uuid, executed, purged="", status="ok", cluster="ord
             "read_only": None if status == "failed" else name != "src"}
 
 
-def channel(run, name, source_port, source_uuid, retrieved, executed, host="127.0.0.1"):
+def channel(run, name, source_port, source_uuid, retrieved, executed, host="127.0.0.1", source="src"):
+    """A channels row as the collector writes it: its source resolved by the collector (None with
+    the resolver's reason when the address is no inventory server)."""
     run_id, at = run
+    problem = None if source else f"{host}:{source_port} is no inventory server (by name, alias or address)"
     return {"run_id": run_id, "run_date": at.date(), "server": name, "cluster": "orders", "read_at": at,
+            "source_server": source, "source_method": "address" if source else None, "source_problem": problem,
             "channel_name": "", "status_statement": "SHOW REPLICA STATUS", "source_host": host,
             "source_port": source_port, "source_uuid": source_uuid, "retrieved_gtid_set": retrieved,
             "executed_gtid_set": executed, "io_running": "Yes", "sql_running": "Yes", "auto_position": True,
@@ -59,7 +63,7 @@ def binlog(run, name, previous):
             "previous_gtids_read": True}
 
 
-def write_run(warehouse, run, *, repaired: bool):
+def write_run(spark, warehouse, run, *, repaired: bool):
     """Run 1: r1 has 3 errant transactions, r3 unreachable, r4's source unknown, r5 uses tags.
     Run 2: the errant GTIDs were neutralised on src (empty transactions), r3 is back."""
     run_id, at = run
@@ -74,7 +78,7 @@ def write_run(warehouse, run, *, repaired: bool):
                     server(run, "r5", 4005, R5, f"{A}:1-100:audit_tag:1-5", f"{A}:1-10")],
         "channels": [channel(run, "r1", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5,\n{R1}:1-3"),
                      channel(run, "r2", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5"),
-                     channel(run, "r4", 3306, GONE, f"{A}:1-100", f"{A}:1-100", host="ghost.invalid"),
+                     channel(run, "r4", 3306, GONE, f"{A}:1-100", f"{A}:1-100", host="ghost.invalid", source=None),
                      channel(run, "r5", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5")]
         + ([channel(run, "r3", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5")] if repaired else []),
         "binary_logs": [binlog(run, n, f"{A}:1-10") for n in ("src", "r1", "r2", "r4", "r5")]
@@ -85,20 +89,20 @@ def write_run(warehouse, run, *, repaired: bool):
              "seq": 0, "error_class": "unreachable", "errno": 2003, "sqlstate": "HY000",
              "message": "Can't connect to MySQL server on '127.0.0.1:4003' (111)"}],
         "runs": [{"run_id": run_id, "run_date": at.date(), "started_at": at, "finished_at": at,
-                  "warehouse": str(warehouse), "writer": "delta-rs", "servers_configured": 6,
+                  "warehouse": str(warehouse), "writer": "delta-spark", "servers_configured": 6,
                   "servers_discovered": 0, "servers_ok": 6 if repaired else 5, "servers_partial": 0,
                   "servers_failed": 0 if repaired else 1, "error_count": 0 if repaired else 1,
                   "collector_version": "test"}],
     }
     for table, data in rows.items():
-        write_run_rows(table, data, warehouse=str(warehouse), run_id=run_id)
+        write_run_rows(spark, table, data, warehouse=str(warehouse), run_id=run_id)
 
 
 def config(warehouse, audit):
     servers = [{"name": n, "host": "127.0.0.1", "port": 4000 + i, "cluster": "orders"}
                for i, n in enumerate(("src", "r1", "r2", "r3", "r4", "r5"))]
     return parse_config({"warehouse": str(warehouse), "defaults": {"user": "audit"}, "servers": servers,
-                         "spark": {"delta_writer": "delta-rs"}, "audit": audit})
+                         "audit": audit})
 
 
 def by_check(rows):
@@ -110,10 +114,10 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
     wh = tmp_path / "wh"
     silence = {"server": "r4", "check": "source_unresolved", "expires": "2026-11-21", "reason": "known, until the 21st"}
     cfg = config(wh, {"silences": [silence]})
-    write_run(wh, ("run1", T1), repaired=False)
+    write_run(spark, wh, ("run1", T1), repaired=False)
     first = audit_run(spark, cfg, run_id="run1")
 
-    got = by_check(first.findings)
+    got = by_check(first.findings())
     assert {k for k, r in got.items() if r["severity"] != "info"} == {
         ("errant_transactions", "r1"), ("collection_failed", "r3"), ("source_unresolved", "r4")}
     errant = got[("errant_transactions", "r1")]
@@ -121,18 +125,18 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
     assert "unreachable" in got[("collection_failed", "r3")]["detail"]
     assert got[("source_unresolved", "r4")]["silenced"] is True
     assert first.exit_code == 2 and first.previous_run_id is None
-    assert {(e["check_id"], e["event"]) for e in first.alerts} == {
+    assert {(e["check_id"], e["event"]) for e in first.alerts()} == {
         ("errant_transactions", "new"), ("collection_failed", "new")}
 
-    write_run(wh, ("run2", T2), repaired=True)
+    write_run(spark, wh, ("run2", T2), repaired=True)
     second = audit_run(spark, cfg, run_id="run2")   # the silence expired on the 21st
-    got = by_check(second.findings)
+    got = by_check(second.findings())
     assert second.previous_run_id == "run1"
     assert got[("errant_transactions", "r1")]["status"] == "resolved"
     assert got[("collection_failed", "r3")]["status"] == "resolved"
     unresolved = got[("source_unresolved", "r4")]
     assert (unresolved["status"], unresolved["silenced"], unresolved["first_seen"]) == ("open", False, T1.date())
-    assert {(e["check_id"], e["event"]) for e in second.alerts} == {
+    assert {(e["check_id"], e["event"]) for e in second.alerts()} == {
         ("errant_transactions", "resolved"), ("collection_failed", "resolved"), ("source_unresolved", "new")}
     assert second.exit_code == 0   # only a warning is open, fail_on=critical
     assert [s.id for s in second.expired_silences] and json.loads(second.summary["expired_silences"])[0]["reason"] \
@@ -162,12 +166,12 @@ def test_reaudit_is_idempotent(spark, tmp_path):
     """Auditing the same run twice leaves one set of rows for it."""
     wh = tmp_path / "wh"
     cfg = config(wh, None)
-    write_run(wh, ("run1", T1), repaired=False)
+    write_run(spark, wh, ("run1", T1), repaired=False)
     audit_run(spark, cfg, run_id="run1")
     again = audit_run(spark, cfg, run_id="run1")
     assert again.previous_run_id is None
     keys = [r["finding_key"] for r in read_arrow(str(wh), "findings").to_pylist()]
-    assert len(keys) == len(set(keys)) == len(again.findings)
+    assert len(keys) == len(set(keys)) == len(again.findings())
 
 
 def test_no_collected_run_is_a_clear_error(spark, tmp_path):
@@ -178,7 +182,7 @@ def test_no_collected_run_is_a_clear_error(spark, tmp_path):
 
 def test_bad_audit_section_names_the_key():
     """A typo in the audit section is refused, naming the key."""
-    with pytest.raises(AuditError, match="audit.fail_on"):
+    with pytest.raises(ConfigError, match="audit.fail_on"):
         load_audit_settings({"fail_on": "sometimes"}, "conf/x.yaml")
 
 

@@ -1,9 +1,9 @@
-"""The mapInArrow bodies (jobs/audit.py) on Arrow batches built by hand: what Spark runs per batch."""
+"""The mapInArrow bodies (jobs/audit_tasks.py) on Arrow batches built by hand: what Spark runs per batch."""
 from __future__ import annotations
 
 import pyarrow as pa
 
-from jobs.audit import check_pair_batches, check_server_batches
+from jobs.audit_tasks import check_server_batches, check_source_batches
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
@@ -21,9 +21,13 @@ def chan(name, source_uuid, retrieved):
             "relay_tail_events": None}
 
 
-def pair(replica, channel, source, all_channels=None):
-    return {"channel": channel, "replica": replica, "source_snapshot": source, "relay_tail": None,
-            "all_channels": all_channels}
+def pair(replica, channel, all_channels=None):
+    return {"channel": channel, "replica": replica, "relay_tail": None, "all_channels": all_channels}
+
+
+def source(src, *pairs):
+    """One input row of check_source_batches: a source and every pair resolved to it."""
+    return {"source_snapshot": src, "pairs": list(pairs)}
 
 
 def run(rows, body, *args):
@@ -34,9 +38,9 @@ def run(rows, body, *args):
 def test_bad_value_becomes_a_finding():
     """A GTID set the parser refuses yields snapshot_invalid quoting it; the batch goes on."""
     src = snap("src", A, f"{A}:1-10")
-    rows = [pair(snap("r1", B, "not-a-gtid-set"), chan("", A, f"{A}:1-10"), src),
-            pair(snap("r2", C, f"{A}:1-10"), chan("", A, f"{A}:1-10"), src)]
-    out = run(rows, check_pair_batches, {A: "src", B: "r1", C: "r2"})
+    rows = [source(src, pair(snap("r1", B, "not-a-gtid-set"), chan("", A, f"{A}:1-10")),
+                   pair(snap("r2", C, f"{A}:1-10"), chan("", A, f"{A}:1-10")))]
+    out = run(rows, check_source_batches, {A: "src", B: "r1", C: "r2"})
     assert [(r["check_id"], r["server"], r["source"]) for r in out] == [("snapshot_invalid", "r1", "src")]
     assert "'not-a-gtid-set'" in out[0]["detail"]
 
@@ -47,8 +51,8 @@ def test_other_channel_gtids_are_not_errant():
     replica = snap("r", C, f"{A}:1-10,{B}:1-5")
     every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-10", "source_gtid_executed": f"{A}:1-10"},
              {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_gtid_executed": f"{B}:1-5"}]
-    assert run([pair(replica, chan("orders", A, f"{A}:1-10"), src, every)], check_pair_batches, {}) == []
-    out = run([pair(replica, chan("orders", A, f"{A}:1-10"), src, every[:1])], check_pair_batches, {})
+    assert run([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every))], check_source_batches, {}) == []
+    out = run([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every[:1]))], check_source_batches, {})
     assert [(r["check_id"], r["gtid_set"], r["channel"]) for r in out] == [("errant_transactions", f"{B}:1-5", "orders")]
 
 
@@ -57,3 +61,14 @@ def test_server_history_check_runs_with_previous():
     rows = [{"snapshot": snap("s", A, f"{A}:1-5"), "previous": snap("s", A, f"{A}:1-9")}]
     out = run(rows, check_server_batches)
     assert ("gtid_executed_regressed", f"{A}:6-9") in [(r["check_id"], r["gtid_set"]) for r in out]
+
+
+def test_an_unparseable_source_fails_each_of_its_pairs_not_the_batch():
+    """A source whose gtid_executed does not parse gives snapshot_invalid for each replica pair;
+    the next source in the batch is still checked."""
+    bad, good = snap("src", A, "garbage"), snap("src2", B, f"{B}:1-5")
+    rows = [source(bad, pair(snap("r1", C, f"{A}:1-10"), chan("", A, f"{A}:1-10"))),
+            source(good, pair(snap("r2", C, f"{B}:1-5,{C}:1"), chan("", B, f"{B}:1-5")))]
+    out = run(rows, check_source_batches, {})
+    assert sorted((r["check_id"], r["server"], r["source"]) for r in out) == [
+        ("errant_transactions", "r2", "src2"), ("snapshot_invalid", "r1", "src")]

@@ -1,5 +1,5 @@
 """A server the run could not read becomes a finding whose advice fits the error class."""
-from jobs.audit import collection_findings
+from jobs.audit_tasks import collection_findings
 
 
 def server(name, status, cluster="orders"):

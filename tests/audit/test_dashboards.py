@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.delta_io import overwrite_table, read_table, write_run_rows
+from jobs.delta_io import frame_from_rows, overwrite_frame, read_frame, write_run_rows
 from schemas import get_table
 
 pytestmark = [pytest.mark.spark]
@@ -72,27 +72,27 @@ def views(spark, tmp_path_factory):
         ],
     }
     for run_id, (date, ts) in runs.items():
-        write_run_rows("runs", [full_row("runs", run_id=run_id, run_date=date, started_at=ts, finished_at=ts)],
+        write_run_rows(spark, "runs", [full_row("runs", run_id=run_id, run_date=date, started_at=ts, finished_at=ts)],
                        warehouse=wh, run_id=run_id)
-        write_run_rows("run_summary", [full_row("run_summary", run_id=run_id, run_date=date, audited_at=ts,
+        write_run_rows(spark, "run_summary", [full_row("run_summary", run_id=run_id, run_date=date, audited_at=ts,
                                                 findings_open=len(findings[run_id]))],
                        warehouse=wh, run_id=run_id)
-        write_run_rows("findings", findings[run_id], warehouse=wh, run_id=run_id)
-        write_run_rows("channels", [
+        write_run_rows(spark, "findings", findings[run_id], warehouse=wh, run_id=run_id)
+        write_run_rows(spark, "channels", [
             full_row("channels", run_id=run_id, run_date=date, server="orders-r1", cluster="orders",
                      channel_name="", source_server="orders-src", io_running="No", sql_running="Yes",
                      last_io_errno=13114),
             full_row("channels", run_id=run_id, run_date=date, server="orders-r2", cluster="orders",
                      channel_name="", source_server="orders-src", io_running="Yes", sql_running="Yes"),
         ], warehouse=wh, run_id=run_id)
-    overwrite_table("uuid_registry", [
+    overwrite_frame(spark, "uuid_registry", frame_from_rows(spark, "uuid_registry", [
         full_row("uuid_registry", run_id="run1", server_uuid=GONE_UUID, server="orders-old", cluster="orders",
                  first_seen=D1, last_seen=D1),
         full_row("uuid_registry", run_id="run2", server_uuid=R2_UUID, server="orders-r2", cluster="orders",
                  first_seen=D1, last_seen=D2),
-    ], warehouse=wh)
+    ]), warehouse=wh)
     for name in ("runs", "run_summary", "findings", "channels", "uuid_registry"):
-        read_table(spark, wh, name).createOrReplaceTempView(f"gtid_audit_{name}")
+        read_frame(spark, wh, name).createOrReplaceTempView(f"gtid_audit_{name}")
     return spark
 
 

@@ -5,7 +5,8 @@ import datetime as dt
 
 import pytest
 
-from jobs.silences import SilenceError, active_silences, expired_silences, match_silence, parse_silences
+from jobs.config import SilenceError, parse_silences
+from jobs.silences import active_silences, expired_silences, match_silence
 
 W = "aaaaaaaa-0000-0000-0000-000000000001"
 X = "bbbbbbbb-0000-0000-0000-000000000002"
@@ -72,9 +73,9 @@ def test_derived_ids_are_stable():
 
 def test_audit_settings_refuse_a_silence_for_an_unknown_check():
     """A silence whose check id does not exist is a config error naming it, not a dead silence."""
-    from jobs.audit import AuditError, load_audit_settings
+    from jobs.config import ConfigError, load_audit_settings
 
-    with pytest.raises(AuditError, match=r"audit\.silences\[0\]\.check: unknown check id 'purged_required'"):
+    with pytest.raises(ConfigError, match=r"audit\.silences\[0\]\.check: unknown check id 'purged_required'"):
         load_audit_settings({"silences": [{"check": "purged_required", "expires": "2099-01-01",
                                            "reason": "typo"}]}, "prod.yaml")
     ok = load_audit_settings({"silences": [{"check": "source_purged_required_gtids", "cluster": "legacy",

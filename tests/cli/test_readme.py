@@ -50,8 +50,7 @@ def test_every_check_id_is_documented():
 
 def test_shipped_example_configs_validate_with_their_audit_section():
     """conf/*.example and the production example validate, audit section included."""
-    from jobs.audit import load_audit_settings
-    from jobs.config import load_config
+    from jobs.config import load_audit_settings, load_config
 
     for name in ("example-production.yaml", "sandbox.example.yaml"):
         config = load_config(ROOT / "conf" / name)

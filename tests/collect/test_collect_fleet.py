@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from gtid_core import GtidSet
-from jobs.collect import main as collect_main
+from jobs.cli import main as collect_main
 from jobs.collect import run_collect
 from jobs.config import load_config
-from jobs.delta_io import read_arrow, read_table
+from jobs.delta_io import read_arrow, read_frame
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -100,7 +100,7 @@ def collected(fleet, side_fleet, spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("collect")
     path = _config(fleet, side_fleet, tmp)
     config = load_config(path)
-    summary = run_collect(config, spark=spark, run_id=RUN_ID)
+    summary = run_collect(spark, config, run_id=RUN_ID)
     wh = config.resolved_warehouse()
     tables = {name: read_arrow(wh, name, RUN_ID).to_pylist()
               for name in ("runs", "servers", "channels", "binary_logs", "relay_log_tail", "collection_errors")}
@@ -222,37 +222,44 @@ def test_replicas_are_read_before_their_sources(collected):
 def test_rerun_of_the_same_run_id_keeps_the_row_counts(collected, spark):
     """Collecting again under the same run_id replaces the run's rows: every count stays the same."""
     before = {name: len(rows) for name, rows in collected["tables"].items()}
-    run_collect(collected["config"], spark=spark, run_id=RUN_ID)
+    run_collect(spark, collected["config"], run_id=RUN_ID)
     after = {name: read_arrow(collected["warehouse"], name, RUN_ID).num_rows for name in before}
     assert after == before
     assert before["runs"] == 1
 
 
 def test_tables_read_back_in_spark_sql(collected, spark):
-    """read_table serves the run to Spark SQL (the audit job's way in)."""
-    read_table(spark, collected["warehouse"], "channels", RUN_ID).createOrReplaceTempView("c")
+    """read_frame serves the run to Spark SQL (the audit job's way in)."""
+    read_frame(spark, collected["warehouse"], "channels", RUN_ID).createOrReplaceTempView("c")
     rows = spark.sql("SELECT server, count(*) AS n FROM c GROUP BY server ORDER BY server").collect()
     assert [(r.server, r.n) for r in rows] == [
         ("billing-r1", 2), ("orders-r1", 1), ("orders-r2", 1), ("orders-r3", 1), ("side-rep", 1)]
 
 
-def test_relay_tail_cap_truncates_and_small_pages_read_the_same(collected, side_fleet, spark, tmp_path, capsys):
-    """A cap below the tail records truncation; paging two events at a time reads the same events."""
+def test_relay_tail_keeps_the_end_of_the_relay_log_whatever_the_cap(collected, side_fleet, spark, tmp_path):
+    """A cap below the backlog keeps the *last* events (the end is found, the tail is complete);
+    a scan bound below the backlog records truncation; paging two events at a time reads the
+    same events."""
     from jobs.config import parse_config
 
     data = yaml.safe_load(Path(collected["path"]).read_text())
     data["servers"] = [s for s in data["servers"] if s["name"] in ("side-src", "side-rep")]
     data["warehouse"] = str(tmp_path / "wh")
-    full = {(r["seq"], r["pos"], r["event_type"]) for r in collected["tables"]["relay_log_tail"]}
-    for run_id, cap, page in (("cap-3", 3, 500), ("page-2", 1000, 2)):
-        data["collection"].update(relay_tail_max_events=cap, relay_tail_page_events=page)
-        run_collect(parse_config(data, str(collected["path"])), spark=spark, run_id=run_id)
+    full = sorted((r["seq"], r["pos"], r["event_type"]) for r in collected["tables"]["relay_log_tail"])
+    for run_id, cap, page, scan in (("cap-3", 3, 500, 1_000_000), ("scan-4", 3, 500, 4), ("page-2", 1000, 2, 1_000_000)):
+        data["collection"].update(relay_tail_max_events=cap, relay_tail_page_events=page,
+                                  relay_tail_max_scan_events=scan)
+        run_collect(spark, parse_config(data, str(collected["path"])), run_id=run_id)
         chan = read_arrow(str(tmp_path / "wh"), "channels", run_id).to_pylist()[0]
         tail = read_arrow(str(tmp_path / "wh"), "relay_log_tail", run_id).to_pylist()
-        got = {(r["seq"], r["pos"], r["event_type"]) for r in tail}
-        if cap == 3:
-            assert (chan["relay_tail_events"], chan["relay_tail_truncated"], len(tail)) == (3, True, 3)
-            assert got < full
+        got = sorted((r["seq"], r["pos"], r["event_type"]) for r in tail)
+        if run_id == "cap-3":
+            assert (chan["relay_tail_events"], chan["relay_tail_truncated"], len(tail)) == (3, False, 3)
+            assert got == full[-3:] and got[-1][2] == "Xid"
+            assert chan["relay_tail_first_event"] == len(full) - 3
+        elif run_id == "scan-4":
+            assert (chan["relay_tail_events"], chan["relay_tail_truncated"]) == (3, True)
+            assert got == full[:3]
         else:
             assert chan["relay_tail_truncated"] is False and got == full
 
@@ -279,7 +286,7 @@ def test_discovery_walks_the_topology_from_one_seed(fleet, spark, tmp_path):
     expected = {f"127.0.0.1:{fleet.server(n).port}" for n in FLEET_NAMES if n != "orders-r3"} | {"orders-r3"}
     for run_id, cap, want in (("disc-all", 200, expected), ("disc-cap", 3, None)):
         data["discovery"] = {"enabled": True, "max_depth": 4, "max_servers": cap}
-        summary = run_collect(parse_config(data, str(tmp_path / "c.yaml")), spark=spark, run_id=run_id)
+        summary = run_collect(spark, parse_config(data, str(tmp_path / "c.yaml")), run_id=run_id)
         servers = read_arrow(str(tmp_path / "wh"), "servers", run_id).to_pylist()
         names = {s["server"] for s in servers}
         if want is not None:
@@ -305,13 +312,13 @@ def _ctx(**settings):
     from jobs.collector import RunContext
     from jobs.config import CollectionSettings
 
-    return RunContext(run_id="direct", run_date=dt.date(2024, 1, 1), settings=CollectionSettings(**settings))
+    return RunContext(run_id="direct", run_date=dt.date(2024, 1, 1),
+                      settings=CollectionSettings(**settings).read_settings())
 
 
 def test_a_variable_the_build_lacks_is_dropped_not_fatal(side_fleet, monkeypatch):
     """When the server rejects one @@GLOBAL name (error 1193), the SELECT is repeated without it."""
     import jobs.collector as collector
-    from jobs.config import resolve_password
 
     real = collector.dialect_for
 
@@ -321,7 +328,7 @@ def test_a_variable_the_build_lacks_is_dropped_not_fatal(side_fleet, monkeypatch
 
     monkeypatch.setattr(collector, "dialect_for", with_bogus)
     spec = _side_spec(side_fleet, "src")
-    result = collector.read_server(spec, resolve_password(spec), _ctx())
+    result = collector.read_server(spec, _ctx())
     assert result.errors == []
     assert result.server["status"] == "ok" and result.server.get("relay_log_info_repository") is None
     assert result.server["binlog_format"] == "ROW"  # the other variables were read
@@ -341,6 +348,6 @@ def test_a_silent_listener_times_out_within_the_deadline(side_fleet):
         port = listener.getsockname()[1]
         spec = ServerSpec(name="mute", host="127.0.0.1", port=port, user="audit",
                           connect_timeout_s=1, read_timeout_s=1)
-        result = read_server(spec, None, _ctx(server_deadline_s=5, retries={"attempts": 1}))
+        result = read_server(spec, _ctx(server_deadline_s=5, retries={"attempts": 1}))
     assert [e["error_class"] for e in result.errors] == ["timeout"]
     assert result.server["status"] == "failed"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from jobs.collector import SecretError
 from jobs.config import ConfigError, Secret, load_config, parse_config, resolve_password
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +113,7 @@ def test_resolve_password_from_env_and_file(tmp_path, monkeypatch):
     assert secret.reveal() == "s3cr3t"
     assert "s3cr3t" not in repr(secret) and "s3cr3t" not in str(secret) and "s3cr3t" not in f"{secret}"
     monkeypatch.delenv("GTA_TEST_PW")
-    with pytest.raises(ConfigError, match="'GTA_TEST_PW' is not set"):
+    with pytest.raises(SecretError, match="'GTA_TEST_PW' is not set"):
         resolve_password(a)
 
 
@@ -123,10 +124,14 @@ def test_models_are_frozen(tmp_path):
         cfg.servers[0].host = "other"  # type: ignore[misc]
 
 
-def test_audit_section_is_passed_through(tmp_path):
-    """The audit job's section is accepted and kept as written for its own model."""
-    cfg = load_config(write(tmp_path, MINIMAL + "audit:\n  fail_on: critical\n  silences: []\n"))
-    assert cfg.audit == {"fail_on": "critical", "silences": []}
+def test_audit_section_is_validated_with_the_rest(tmp_path):
+    """The audit section is one of the configuration's models: valid values load, a bad one is
+    an error naming the key and the file."""
+    cfg = load_config(write(tmp_path, MINIMAL + "audit:\n  fail_on: warning\n  silences: []\n"))
+    assert cfg.audit.fail_on == "warning" and cfg.audit.silences == ()
+    with pytest.raises(ConfigError, match=r"audit\.fail_on.*'sometimes'") as err:
+        load_config(write(tmp_path, MINIMAL + "audit:\n  fail_on: sometimes\n"))
+    assert str(tmp_path) in str(err.value)
 
 
 @pytest.mark.parametrize("name", ["example-production.yaml", "sandbox.example.yaml"])
@@ -136,9 +141,21 @@ def test_shipped_examples_are_valid(name):
     assert cfg.inventory()
 
 
-def test_secret_pickles_for_spark_tasks():
-    """A Secret survives pickling (Spark ships it to tasks) and still hides its value."""
+def test_secret_refuses_to_be_pickled():
+    """A Secret never travels in a task closure: executors resolve the reference themselves."""
     import pickle
 
-    s = pickle.loads(pickle.dumps(Secret("pw")))
-    assert s.reveal() == "pw" and "pw" not in repr(s)
+    with pytest.raises(TypeError, match="never pickled"):
+        pickle.dumps(Secret("pw"))
+
+
+def test_server_spec_ships_only_the_reference(monkeypatch):
+    """What a task receives names the secret's reference and never holds its value."""
+    import pickle
+
+    monkeypatch.setenv("GTA_TEST_PW", "value-that-must-not-travel")
+    cfg = parse_config({"warehouse": "w", "defaults": {"user": "audit", "password_env": "GTA_TEST_PW"},
+                        "servers": [{"name": "a", "host": "h"}]})
+    (spec,) = cfg.inventory()
+    blob = pickle.dumps((spec, cfg.collection.read_settings()))
+    assert b"value-that-must-not-travel" not in blob and b"GTA_TEST_PW" in blob

@@ -1,4 +1,5 @@
-"""jobs.delta_io: atomic per-run replacement, schema-version guard, reads via delta-rs, pandas and Spark."""
+"""jobs.delta_io: delta-spark writes (atomic per-run replacement, schema-version guard), reads via
+Spark and via delta-rs (no JVM) for the read-only commands."""
 from __future__ import annotations
 
 import datetime as dt
@@ -8,19 +9,18 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs.delta_io import (
-    WRITER_DELTA_RS,
-    DeltaIOError,
     SchemaMismatchError,
     TableNotFoundError,
-    choose_writer,
-    delta_spark_available,
     read_arrow,
-    read_table,
+    read_frame,
     validate_run_id,
+    write_run_frame,
     write_run_rows,
     written_schema_version,
 )
 from schemas import Column, LogicalType, TableSchema, get_table
+
+pytestmark = pytest.mark.spark
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2024, 5, 1, 2, 0, 0, 123456, tzinfo=UTC)
@@ -32,67 +32,88 @@ def error_rows(run_id: str, n: int, server: str = "db-a1") -> list[dict]:
              "message": f"refused {i}", "statement": None, "channel_name": None} for i in range(n)]
 
 
-def test_rerun_of_a_run_id_replaces_its_rows_and_leaves_other_runs(tmp_path):
+def _version(path) -> int:
+    return DeltaTable(str(path)).version()
+
+
+def test_rerun_of_a_run_id_replaces_its_rows_and_leaves_other_runs(spark, tmp_path):
     """Writing a run twice leaves one copy; another run's rows are untouched; each write is one commit."""
     wh = str(tmp_path)
-    write_run_rows("collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
-    write_run_rows("collection_errors", error_rows("r2", 2), warehouse=wh, run_id="r2")
-    write_run_rows("collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
+    write_run_rows(spark, "collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
+    first = _version(tmp_path / "collection_errors")
+    write_run_rows(spark, "collection_errors", error_rows("r2", 2), warehouse=wh, run_id="r2")
+    write_run_rows(spark, "collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
     table = read_arrow(wh, "collection_errors")
     counts = {}
     for run_id in table.column("run_id").to_pylist():
         counts[run_id] = counts.get(run_id, 0) + 1
     assert counts == {"r1": 3, "r2": 2}
-    assert DeltaTable(str(tmp_path / "collection_errors")).version() == 2  # three writes, three commits
+    assert _version(tmp_path / "collection_errors") == first + 2  # two more writes, two more commits
 
 
-def test_empty_rerun_removes_the_runs_rows(tmp_path):
+def test_empty_rerun_removes_the_runs_rows(spark, tmp_path):
     """A rerun that found nothing for a table leaves no stale rows of that run."""
     wh = str(tmp_path)
-    write_run_rows("collection_errors", error_rows("r1", 2), warehouse=wh, run_id="r1")
-    write_run_rows("collection_errors", [], warehouse=wh, run_id="r1")
+    write_run_rows(spark, "collection_errors", error_rows("r1", 2), warehouse=wh, run_id="r1")
+    write_run_rows(spark, "collection_errors", [], warehouse=wh, run_id="r1")
     assert read_arrow(wh, "collection_errors", run_id="r1").num_rows == 0
 
 
-def test_values_round_trip_with_null_and_utc(tmp_path):
-    """NULL stays NULL and timestamps stay UTC microseconds through a delta-rs write and pandas read."""
+def test_values_round_trip_with_null_and_utc(spark, tmp_path):
+    """NULL stays NULL and timestamps stay UTC microseconds through a delta-spark write and a pandas read."""
     wh = str(tmp_path)
-    write_run_rows("collection_errors", error_rows("r1", 1), warehouse=wh, run_id="r1")
+    write_run_rows(spark, "collection_errors", error_rows("r1", 1), warehouse=wh, run_id="r1")
     df = read_arrow(wh, "collection_errors", "r1").to_pandas()
     assert pd.isna(df.loc[0, "sqlstate"])
     assert df.loc[0, "read_at"].to_pydatetime() == T0
     assert df.loc[0, "errno"] == 2003
 
 
-def test_rows_of_another_run_are_refused(tmp_path):
-    """A write for run r1 cannot carry rows of r2 (the predicate would not cover them)."""
+def test_rows_of_another_run_are_refused(spark, tmp_path):
+    """A write for run r1 cannot carry rows of r2: refused before writing (driver rows) or by
+    Delta's replaceWhere check (executor rows); nothing is written either way."""
     with pytest.raises(ValueError, match="another run"):
-        write_run_rows("collection_errors", error_rows("r2", 1), warehouse=str(tmp_path), run_id="r1")
+        write_run_rows(spark, "collection_errors", error_rows("r2", 1), warehouse=str(tmp_path), run_id="r1")
+    df = spark.createDataFrame([tuple(r.values()) for r in error_rows("r2", 1)],
+                               schema=get_table("collection_errors").to_spark())
+    with pytest.raises(Exception, match="(?i)replaceWhere|does not conform|DELTA_REPLACE_WHERE"):
+        write_run_frame(spark, "collection_errors", df, warehouse=str(tmp_path), run_id="r1")
+    assert read_arrow(str(tmp_path), "collection_errors").num_rows == 0
 
 
-def test_schema_version_is_stored_and_a_different_version_is_refused(tmp_path):
+def test_schema_version_is_stored_and_a_different_version_is_refused(spark, tmp_path):
     """The schema version travels with the table; a writer of another version is refused untouched."""
     wh = str(tmp_path)
-    write_run_rows("collection_errors", error_rows("r1", 1), warehouse=wh, run_id="r1")
+    write_run_rows(spark, "collection_errors", error_rows("r1", 1), warehouse=wh, run_id="r1")
     assert written_schema_version(wh, "collection_errors") == get_table("collection_errors").version
     current = get_table("collection_errors")
     newer = TableSchema(name=current.name, version=current.version + 1, columns=current.columns,
-                        description=current.description, key=current.key)
+                        description=current.description, key=current.key, partition_by=current.partition_by)
     with pytest.raises(SchemaMismatchError, match="schema version 1"):
-        write_run_rows(newer, error_rows("r2", 1), warehouse=wh, run_id="r2")
+        write_run_rows(spark, newer, error_rows("r2", 1), warehouse=wh, run_id="r2")
     assert read_arrow(wh, "collection_errors").num_rows == 1
 
 
-def test_changed_columns_are_refused(tmp_path):
+def test_changed_columns_are_refused(spark, tmp_path):
     """Same version but other columns (a forgotten version bump) is refused too."""
     wh = str(tmp_path)
     cols = (Column("run_id", LogicalType.STRING, False, "r"), Column("run_date", LogicalType.DATE, False, "d"))
     t1 = TableSchema(name="tiny", version=1, columns=cols, description="t")
-    write_run_rows(t1, [{"run_id": "r1", "run_date": dt.date(2024, 1, 1)}], warehouse=wh, run_id="r1")
+    write_run_rows(spark, t1, [{"run_id": "r1", "run_date": dt.date(2024, 1, 1)}], warehouse=wh, run_id="r1")
     t1b = TableSchema(name="tiny", version=1, description="t",
                       columns=cols + (Column("extra", LogicalType.INT64, True, "e"),))
     with pytest.raises(SchemaMismatchError, match="columns"):
-        write_run_rows(t1b, [{"run_id": "r2", "run_date": dt.date(2024, 1, 1)}], warehouse=wh, run_id="r2")
+        write_run_rows(spark, t1b, [{"run_id": "r2", "run_date": dt.date(2024, 1, 1)}], warehouse=wh, run_id="r2")
+
+
+def test_not_null_columns_are_enforced_by_delta(spark, tmp_path):
+    """A NULL in a NOT NULL column, arriving from the executors, is refused by Delta itself."""
+    row = error_rows("r1", 1)[0]
+    schema = get_table("collection_errors").to_spark()
+    loose = type(schema)([type(f)(f.name, f.dataType, True) for f in schema.fields])
+    df = spark.createDataFrame([tuple({**row, "message": None}.values())], schema=loose)
+    with pytest.raises(Exception, match="(?i)null"):
+        write_run_frame(spark, "collection_errors", df, warehouse=str(tmp_path), run_id="r1")
 
 
 @pytest.mark.parametrize("run_id", ["x' OR '1'='1", "", "a b", "-lead", "é"])
@@ -102,52 +123,24 @@ def test_unsafe_run_ids_are_refused(run_id):
         validate_run_id(run_id)
 
 
-def test_missing_table_is_a_named_error(tmp_path):
-    """Reading a table that was never written names its path."""
+def test_missing_table_is_a_named_error(spark, tmp_path):
+    """Reading a table that was never written names its path, with either reader."""
     with pytest.raises(TableNotFoundError, match="servers"):
         read_arrow(str(tmp_path), "servers")
+    with pytest.raises(TableNotFoundError, match="servers"):
+        read_frame(spark, str(tmp_path), "servers")
 
 
-class _NoJvm:
-    """A session-like object without a JVM (what a Spark Connect client looks like)."""
-
-    @property
-    def sparkContext(self):
-        raise RuntimeError("no JVM behind this session")
-
-
-def test_writer_decision_without_a_jvm():
-    """Without a local JVM, auto and delta-rs pick delta-rs; delta-spark is refused with a reason."""
-    assert delta_spark_available(_NoJvm()) is False
-    assert choose_writer(_NoJvm(), "auto") == WRITER_DELTA_RS
-    assert choose_writer(None, "delta-rs") == WRITER_DELTA_RS
-    with pytest.raises(DeltaIOError, match="io.delta.sql.DeltaSparkSessionExtension"):
-        choose_writer(_NoJvm(), "delta-spark")
-    with pytest.raises(ValueError, match="'parquet'"):
-        choose_writer(_NoJvm(), "parquet")
-
-
-@pytest.mark.spark
-def test_writer_decision_with_the_local_jvm(spark):
-    """The JVM here has no delta-spark jars: the lookup says so and auto falls back to delta-rs,
-    while a class that is on the classpath is found by the same lookup."""
-    assert delta_spark_available(spark) is False
-    assert choose_writer(spark, "auto") == WRITER_DELTA_RS
-    jvm = spark.sparkContext._jvm
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    assert jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession", False, loader) is not None
-
-
-@pytest.mark.spark
-def test_read_table_gives_spark_sql_the_run(spark, tmp_path):
-    """read_table returns a DataFrame in the registered Spark schema, filtered to one run, usable from SQL."""
+def test_read_frame_gives_spark_sql_the_run(spark, tmp_path):
+    """read_frame returns a DataFrame in the registered Spark schema, filtered to one run, usable from SQL."""
     wh = str(tmp_path)
-    write_run_rows("collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
-    write_run_rows("collection_errors", error_rows("r2", 1, server="db-b1"), warehouse=wh, run_id="r2")
-    df = read_table(spark, wh, "collection_errors", run_id="r1")
-    assert df.schema == get_table("collection_errors").to_spark()
+    write_run_rows(spark, "collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
+    write_run_rows(spark, "collection_errors", error_rows("r2", 1, server="db-b1"), warehouse=wh, run_id="r2")
+    df = read_frame(spark, wh, "collection_errors", run_id="r1")
+    assert [(f.name, f.dataType, f.nullable) for f in df.schema.fields] == [
+        (f.name, f.dataType, f.nullable) for f in get_table("collection_errors").to_spark().fields]
     df.createOrReplaceTempView("errors_r1")
     rows = spark.sql("SELECT server, count(*) AS n, min(read_at) AS t FROM errors_r1 GROUP BY server").collect()
     assert [(r.server, r.n) for r in rows] == [("db-a1", 3)]
     assert rows[0].t.replace(tzinfo=UTC) == T0  # session time zone is UTC
-    assert read_table(spark, wh, "collection_errors").count() == 4
+    assert read_frame(spark, wh, "collection_errors").count() == 4

@@ -1,0 +1,438 @@
+"""The executor side of the audit: what Spark tasks run over the snapshot tables.
+
+Everything here is a plain function of rows (dicts, Arrow batches) and imports only the standard
+library, ``gtid_core``, ``schemas`` and the pure ``jobs.history`` / ``jobs.silences``: executors
+need no configuration, YAML, retry or console library. ``jobs.audit`` builds the Spark plan that
+calls these functions and writes what they return.
+
+* converters: table rows -> gtid_core snapshots (:func:`server_snapshot`, :func:`channel_snapshot`,
+  :func:`relay_tail_rows`), the one place where table column names meet the server's;
+* checks: :func:`check_source_batches` (one row per source with all its pairs: the source's
+  binary-log headers are parsed once per source), :func:`check_server_batches`;
+* job findings: :func:`collection_finding_batches`, :func:`resolution_finding_batches`;
+* the findings of a run: :func:`finalize_batches` (one row per key, silences) and
+  :func:`history_batches` (first_seen, resolved and carried rows, alert events).
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from gtid_core.registry import REGISTRY
+from jobs.history import alert_event_for_key, finding_key, reconcile_key, severity_rank
+from jobs.silences import SilenceRule, match_silence
+
+__all__ = [
+    "RAW_FINDING_COLUMNS",
+    "server_snapshot",
+    "channel_snapshot",
+    "relay_tail_rows",
+    "collection_findings",
+    "check_source_batches",
+    "check_server_batches",
+    "collection_finding_batches",
+    "resolution_finding_batches",
+    "finalize_batches",
+    "history_batches",
+]
+
+#: Columns of a finding as the checks produce it (before history and silences).
+RAW_FINDING_COLUMNS = ("finding_key", "check_id", "severity", "cluster", "server", "source", "channel",
+                       "title", "detail", "gtid_set", "gtid_count", "remediation", "check_version",
+                       "evidence")
+_INT64_MAX = 2**63 - 1
+
+
+def _arrow_schema(table: str, columns: Sequence[str] | None = None):
+    import pyarrow as pa
+
+    from schemas import get_table
+
+    schema = get_table(table).to_arrow()
+    return pa.schema([schema.field(c) for c in columns]) if columns else schema
+
+
+def _raw_arrow_schema():
+    return _arrow_schema("findings", RAW_FINDING_COLUMNS)
+
+
+def _row(check_id: str, severity: str, *, cluster: str | None, server: str, source: str | None = None,
+         channel: str | None = None, title: str, detail: str, gtid_set: str | None = None,
+         gtid_count: int | None = None, remediation: str | None = None, check_version: int = 1,
+         evidence: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "finding_key": finding_key(check_id, server, source, channel),
+        "check_id": check_id, "severity": severity, "cluster": cluster, "server": server,
+        "source": source, "channel": channel, "title": title, "detail": detail,
+        "gtid_set": gtid_set, "gtid_count": gtid_count if gtid_count is None or gtid_count <= _INT64_MAX else None,
+        "remediation": remediation, "check_version": check_version,
+        "evidence": json.dumps(dict(evidence), sort_keys=True, default=str) if evidence else None,
+    }
+
+
+def _job_finding(check_id: str, **kw: Any) -> dict[str, Any]:
+    info = REGISTRY[check_id]
+    kw.setdefault("title", info.title)
+    kw.setdefault("remediation", info.remediation)
+    return _row(check_id, kw.pop("severity", info.default_severity.value), **kw)
+
+
+#: What to do first, by the error class of collection_errors (the generic advice otherwise).
+_COLLECTION_ADVICE = {
+    "unreachable": "The server refused or dropped the connection: check that it runs, that host and "
+                   "port in the configuration are right, and that firewalls let the auditor through.",
+    "timeout": "The server did not answer within connect_timeout_s / read_timeout_s / "
+               "server_deadline_s: check its load and the network, or raise the timeouts for it.",
+    "auth_failed": "The server rejected the audit account (errno 1045 and similar): check the password "
+                   "reference (password_env / password_file / option_file) resolves to the account's "
+                   "current password, and that the account exists for the auditor's host.",
+    "privilege_missing": "The audit account lacks a grant: apply deploy/grants.sql (REPLICATION CLIENT, "
+                         "REPLICATION SLAVE, SELECT on performance_schema.replication_*).",
+    "config_error": "The configuration could not be resolved for this server (e.g. a password "
+                    "reference that does not exist on the machine running the job): run "
+                    "`gtid-audit config check --strict FILE`.",
+}
+
+
+def collection_findings(servers: Sequence[Mapping[str, Any]],
+                        errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``collection_failed`` (status 'failed') and ``collection_partial`` (status 'partial')
+    findings, carrying the error classes and first messages of ``collection_errors``."""
+    by_server: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for e in sorted(errors, key=lambda e: (e["server"], e.get("seq") or 0)):
+        by_server[e["server"]].append(e)
+    out = []
+    for s in servers:
+        status = s.get("status")
+        if status not in ("failed", "partial"):
+            continue
+        errs = by_server.get(s["server"], [])
+        classes = sorted({e["error_class"] for e in errs}) or ["unknown"]
+        first = errs[0] if errs else {}
+        detail = (f"{'nothing' if status == 'failed' else 'not everything'} could be read from "
+                  f"{s['server']} ({s.get('host')}:{s.get('port')}): error class "
+                  f"{', '.join(classes)}" + (f"; {first.get('message')}" if first.get("message") else ""))
+        check_id = "collection_failed" if status == "failed" else "collection_partial"
+        advice = [_COLLECTION_ADVICE[c] for c in classes if c in _COLLECTION_ADVICE]
+        out.append(_job_finding(
+            check_id, cluster=s.get("cluster"), server=s["server"], detail=detail,
+            remediation="\n".join(advice + [REGISTRY[check_id].remediation]),
+            evidence={"error_classes": classes, "errors": [
+                {k: e.get(k) for k in ("error_class", "errno", "message", "statement", "channel_name")}
+                for e in errs[:10]]},
+        ))
+    return out
+
+
+def _resolution_finding(ch: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``source_unresolved`` / ``source_uuid_mismatch`` from one channels row (the collector's
+    resolver recorded the answer; ``registry_owner`` is who last had Source_UUID)."""
+    server, name = ch["server"], ch.get("channel_name") or ""
+    evidence = {"source_host": ch.get("source_host"), "source_port": ch.get("source_port"),
+                "source_uuid": ch.get("source_uuid"), "method": ch.get("source_method"),
+                "candidates": [c for c in (ch.get("source_candidates") or "").split(",") if c],
+                "registry_owner": ch.get("registry_owner")}
+    owner = ch.get("registry_owner")
+    if ch.get("source_server") is None:
+        problem = ch.get("source_problem") or "not resolved"
+        if owner and ch.get("source_uuid"):
+            problem += f" (the UUID registry last saw {ch['source_uuid']} on {owner!r})"
+        return _job_finding("source_unresolved", cluster=ch.get("cluster"), server=server, channel=name,
+                            detail=f"channel {name or '(default)'!s} of {server}: {problem}",
+                            evidence=evidence)
+    if ch.get("source_uuid_mismatch"):
+        mismatch = ch["source_uuid_mismatch"]
+        if owner:
+            mismatch += f"; the UUID registry says {ch.get('source_uuid')} was {owner!r}"
+        return _job_finding("source_uuid_mismatch", cluster=ch.get("cluster"), server=server,
+                            source=ch["source_server"], channel=name,
+                            detail=f"channel {name or '(default)'!s} of {server}: {mismatch}",
+                            evidence=evidence)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# table rows -> gtid_core snapshots
+
+#: channels-table column -> the server's column name where they differ (the snapshot builders
+#: match names case-insensitively, so every other column is passed as is).
+_STATUS_RENAMES = {"io_running": "Replica_IO_Running", "sql_running": "Replica_SQL_Running",
+                   "io_state": "Replica_IO_State", "sql_running_state": "Replica_SQL_Running_State"}
+_CONNECTION_COLUMNS = {"received_transaction_set": "RECEIVED_TRANSACTION_SET",
+                       "service_state": "SERVICE_STATE",
+                       "queueing_transaction": "QUEUEING_TRANSACTION",
+                       "queueing_transaction_start_queue_timestamp": "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP",
+                       "last_queued_transaction": "LAST_QUEUED_TRANSACTION",
+                       "receiver_last_error_number": "LAST_ERROR_NUMBER",
+                       "receiver_last_error_message": "LAST_ERROR_MESSAGE"}
+_APPLIER_CONFIG_COLUMNS = {"assign_gtids_to_anonymous_transactions_type": "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE",
+                           "assign_gtids_to_anonymous_transactions_value": "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE"}
+#: channels-table columns the channel snapshot and the job read (the rest stays in the JVM).
+_CHANNEL_COLUMNS = ("channel_name", "source_host", "source_port", "source_uuid", "source_server_id",
+                    "retrieved_gtid_set", "executed_gtid_set", "io_running", "sql_running", "sql_running_state",
+                    "last_io_errno", "last_io_error", "last_io_error_timestamp", "last_sql_errno",
+                    "last_sql_error", "last_sql_error_timestamp", "auto_position", "source_log_file",
+                    "read_source_log_pos", "relay_log_file", "relay_log_pos", "relay_source_log_file",
+                    "exec_source_log_pos", "seconds_behind_source", "sql_delay", "relay_tail_events",
+                    "relay_tail_file", "relay_tail_truncated", "read_at",
+                    *_CONNECTION_COLUMNS, *_APPLIER_CONFIG_COLUMNS)
+_SERVER_COLUMNS = ("read_at", "server_uuid", "server_id", "version", "gtid_mode", "enforce_gtid_consistency",
+                   "gtid_executed", "gtid_purged", "log_bin", "log_replica_updates", "sync_binlog",
+                   "innodb_flush_log_at_trx_commit", "relay_log_recovery", "replica_parallel_workers",
+                   "replica_preserve_commit_order", "binlog_format", "relay_log_info_repository",
+                   "read_only", "super_read_only")
+
+
+def server_snapshot(row: Mapping[str, Any]):
+    """A ``ServerSnapshot`` from a servers-table row carrying ``binary_logs`` (a list of
+    binary_logs-table rows, None when the server's binary logs were not read)."""
+    from gtid_core.snapshots import ServerSnapshot
+
+    logs = row.get("binary_logs")
+    if logs is not None:
+        logs = [{"Log_name": b["log_name"], "File_size": b.get("file_size"), "Encrypted": b.get("encrypted"),
+                 "Previous_gtids": b.get("previous_gtids") if b.get("previous_gtids_read") else None}
+                for b in sorted(logs, key=lambda b: b["seq"])]
+    variables = {k: row.get(k) for k in _SERVER_COLUMNS if k in row}
+    return ServerSnapshot.from_rows(variables, binary_logs=logs, name=row["server"])
+
+
+def channel_snapshot(row: Mapping[str, Any]):
+    """A ``ChannelSnapshot`` from a channels-table row."""
+    from gtid_core.snapshots import ChannelSnapshot
+
+    status = {_STATUS_RENAMES.get(k, k): v for k, v in row.items()
+              if k not in _CONNECTION_COLUMNS and k not in _APPLIER_CONFIG_COLUMNS}
+    connection = {v: row.get(k) for k, v in _CONNECTION_COLUMNS.items() if k in row}
+    applier = {v: row.get(k) for k, v in _APPLIER_CONFIG_COLUMNS.items() if k in row}
+    if all(v is None for v in connection.values()):
+        connection = None
+    if all(v is None for v in applier.values()):
+        applier = None
+    return ChannelSnapshot.from_rows(status, connection_status=connection, applier_configuration=applier)
+
+
+def relay_tail_rows(rows: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """relay_log_tail-table rows -> SHOW RELAYLOG EVENTS rows (server column names), in order."""
+    if rows is None:
+        return None
+    return [{"Log_name": r["log_name"], "Pos": r["pos"], "Event_type": r["event_type"],
+             "Server_id": r.get("event_server_id"), "End_log_pos": r.get("end_log_pos"), "Info": r.get("info")}
+            for r in sorted(rows, key=lambda r: r["seq"])]
+
+
+
+# ---------------------------------------------------------------------------------------------
+# checks
+
+def _finding_to_row(f: Any, cluster: str | None) -> dict[str, Any]:
+    d = f.to_dict()
+    return _row(d["check_id"], d["severity"], cluster=cluster, server=d["server"], source=d.get("source"),
+                channel=d.get("channel"), title=d["title"], detail=d["detail"], gtid_set=d.get("gtid_set"),
+                gtid_count=d.get("gtid_count"), remediation=d.get("remediation") or None,
+                check_version=int(d["check_version"]), evidence=d.get("evidence") or None)
+
+
+def _invalid(server: Mapping[str, Any], exc: Exception, *, source: str | None = None,
+             channel: str | None = None) -> dict[str, Any]:
+    where = server["server"] + (f" (channel {channel or '(default)'} from {source})" if source else "")
+    return _job_finding("snapshot_invalid", cluster=server.get("cluster"), server=server["server"],
+                        source=source, channel=channel, detail=f"{where}: {exc}",
+                        evidence={"error": str(exc)})
+
+
+class _SnapshotCache:
+    """Server snapshots of one Arrow batch, parsed once per server name."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+
+    def get(self, row: Mapping[str, Any]) -> Any:
+        name = row["server"]
+        if name not in self._cache:
+            self._cache[name] = server_snapshot(row)
+        return self._cache[name]
+
+
+def _other_channels_gtids(row: Mapping[str, Any], channel_name: str):
+    """What the replica legitimately gets through its *other* channels: each one's
+    Retrieved_Gtid_Set and its resolved source's gtid_executed (None for a one-channel replica)."""
+    from gtid_core import GtidSet
+
+    others = [c for c in (row.get("all_channels") or []) if (c["channel_name"] or "") != channel_name]
+    if not others:
+        return None
+    out = GtidSet.EMPTY
+    for c in others:
+        for text in (c.get("retrieved_gtid_set"), c.get("source_gtid_executed")):
+            if text:
+                out = out | GtidSet.parse(text)
+    return out
+
+
+def check_server_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body: one row per server (``snapshot``, ``previous``), findings rows out."""
+    import pyarrow as pa
+
+    from gtid_core.checks import run_server_checks
+    from gtid_core.errors import GtidCoreError
+
+    schema = _raw_arrow_schema()
+    for batch in batches:
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            snap = r["snapshot"]
+            try:
+                current = server_snapshot(snap)
+                previous = server_snapshot(r["previous"]) if r["previous"] is not None else None
+                found = run_server_checks(current, previous)
+            except GtidCoreError as exc:
+                out.append(_invalid(snap, exc))
+                continue
+            out.extend(_finding_to_row(f, snap.get("cluster")) for f in found)
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def _dedupe(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per finding_key: the most severe wins; the others' details are appended."""
+    best: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        key = r["finding_key"]
+        if key not in best:
+            best[key] = dict(r)
+            continue
+        keep, other = (r, best[key]) if severity_rank(r["severity"]) > severity_rank(best[key]["severity"]) else (best[key], r)
+        keep = dict(keep)
+        keep["detail"] = f"{keep['detail']} | also: {other['detail']}"
+        best[key] = keep
+    return list(best.values())
+
+
+def apply_silences(rows: Sequence[Mapping[str, Any]], silences: Sequence[SilenceRule]) -> list[dict[str, Any]]:
+    """Set ``silenced`` / ``silence_id`` on every row from the active ``silences``."""
+    out = []
+    for r in rows:
+        m = match_silence(r, silences)
+        out.append({**r, "silenced": m is not None, "silence_id": m.silence_id if m else None})
+    return out
+
+
+
+
+def check_source_batches(batches: Iterator[Any], registry: Any) -> Iterator[Any]:
+    """mapInArrow body: one input row per source (``source_snapshot``: its servers row with its
+    ``binary_logs``; ``pairs``: one struct per replica channel resolved to it, with ``channel``,
+    ``replica``, ``relay_tail`` and ``all_channels``), findings rows out. The source's snapshot,
+    binary-log headers included, is parsed once for all its replicas. ``registry`` is the UUID
+    registry (server_uuid -> server) or a Spark broadcast of it."""
+    import pyarrow as pa
+
+    from gtid_core.checks import FleetContext, run_pair_checks
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.relay_log import events_from_rows
+
+    schema = _raw_arrow_schema()
+    registry = dict(getattr(registry, "value", registry))
+    for batch in batches:
+        replicas = _SnapshotCache()
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            src = r["source_snapshot"]
+            try:
+                source = server_snapshot(src)
+                source_error = None
+            except GtidCoreError as exc:
+                source, source_error = None, exc
+            for pair in r["pairs"] or []:
+                rep, ch = pair["replica"], pair["channel"]
+                name = ch.get("channel_name") or ""
+                if source_error is not None:
+                    out.append(_invalid(rep, source_error, source=src["server"], channel=name))
+                    continue
+                try:
+                    replica = replicas.get(rep)
+                    channel = channel_snapshot(ch)
+                    tail = None
+                    if ch.get("relay_tail_events") is not None:  # NULL: the tail was not read
+                        tail = events_from_rows(relay_tail_rows(pair["relay_tail"] or []))
+                    fleet = FleetContext(uuid_registry=registry,
+                                         other_channels_gtids=_other_channels_gtids(pair, name))
+                    found = run_pair_checks(replica, channel, source, tail, fleet)
+                except GtidCoreError as exc:
+                    out.append(_invalid(rep, exc, source=src["server"], channel=name))
+                    continue
+                out.extend(_finding_to_row(f, rep.get("cluster")) for f in found)
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def collection_finding_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body: one row per failed or partly read server (its servers-table columns and
+    ``errors``, its collection_errors rows), ``collection_failed`` / ``collection_partial`` out."""
+    import pyarrow as pa
+
+    schema = _raw_arrow_schema()
+    for batch in batches:
+        rows = batch.to_pylist()
+        errors = [e for r in rows for e in (r.pop("errors", None) or [])]
+        yield pa.RecordBatch.from_pylist(collection_findings(rows, errors), schema=schema)
+
+
+def resolution_finding_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body: channels rows (plus ``registry_owner``) whose source is unresolved or
+    whose Source_UUID mismatches, findings out."""
+    import pyarrow as pa
+
+    schema = _raw_arrow_schema()
+    for batch in batches:
+        out = [f for f in map(_resolution_finding, batch.to_pylist()) if f is not None]
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+#: Columns of a finding after :func:`finalize_batches` (raw + silences).
+FINAL_FINDING_COLUMNS = RAW_FINDING_COLUMNS + ("silenced", "silence_id")
+
+
+def finalize_batches(batches: Iterator[Any], rules: Any) -> Iterator[Any]:
+    """mapInArrow body: one input row per ``finding_key`` with ``rows`` (every raw finding of
+    that key: two checks of one pair may collide), one finding out: the most severe, the others'
+    details appended, with the active silences (``rules``, or a broadcast of them) applied."""
+    import pyarrow as pa
+
+    schema = _arrow_schema("findings", FINAL_FINDING_COLUMNS)
+    rules = tuple(getattr(rules, "value", rules))
+    for batch in batches:
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            out.extend(apply_silences(_dedupe(r["rows"]), rules))
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def history_batches(batches: Iterator[Any], *, run_id: str, run_date: Any, output: str,
+                    min_severity: str = "warning") -> Iterator[Any]:
+    """mapInArrow body over the outer join of this run's findings and the previous run's on
+    ``finding_key``: input rows ``cur`` (struct or NULL), ``prev`` (struct or NULL) and ``blind``
+    (the finding's server or source was not collected now). ``output='findings'`` yields this
+    run's findings rows (:func:`jobs.history.reconcile_key`); ``output='alerts'`` the alert feed's
+    events (:func:`jobs.history.alert_event_for_key`), ``labels`` as JSON text."""
+    import pyarrow as pa
+
+    if output not in ("findings", "alerts"):
+        raise ValueError(f"output must be 'findings' or 'alerts', got {output!r}")
+    schema = _arrow_schema(output)
+    for batch in batches:
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            row = reconcile_key(r["cur"], r["prev"], run_id=run_id, run_date=run_date, blind=bool(r["blind"]))
+            if output == "findings":
+                if row is not None:
+                    out.append({k: row.get(k) for k in schema.names})
+                continue
+            event = alert_event_for_key(row, r["prev"], run_id=run_id, run_date=run_date,
+                                        min_severity=min_severity)
+            if event is not None:
+                event["labels"] = json.dumps(event["labels"], sort_keys=True)
+                event["delivered"] = None
+                out.append({k: event.get(k) for k in schema.names})
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
