@@ -117,7 +117,7 @@ FAILOVER_MODEL_VERSION = 1
 #: UUIDs" / "... server ids").
 EQUAL_SERVER_UUID = "equal server_uuid (fatal error 13117)"
 EQUAL_SERVER_ID = "equal server_id (fatal error 13117)"
-NO_BINARY_LOG = "source has no binary log (log_bin OFF, ER_NO_BINARY_LOGGING 1381)"
+NO_BINARY_LOG = "source has no binary log (log_bin OFF): fatal error 1236 'Binary log is not open' (13114 on 9.7)"
 GTID_MODE_NOT_ON = "source gtid_mode is not ON (AUTO_POSITION refused)"
 
 _INT64_MAX = 2 ** 63 - 1
@@ -197,9 +197,10 @@ class FailoverReplica:
 
     @property
     def receiver_failing(self) -> bool | None:
-        """True when the receiver is stopped or reports an error, False when it runs cleanly,
-        None when its state is unknown."""
-        if self.channel.last_io_errno:
+        """True when the receiver is stopped, or retrying a connection that fails
+        (Replica_IO_Running = Connecting with Last_IO_Errno set); False when it runs (an error left
+        from an earlier retry does not count); None when its state is unknown."""
+        if self.channel.io_running == "CONNECTING" and self.channel.last_io_errno:
             return True
         running = self.channel.receiver_running
         return None if running is None else not running
@@ -606,7 +607,7 @@ def _info(check_id: str, severity: Severity, scope: str, title: str, meaning: st
 
 
 FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
-    _info("no_safe_failover_candidate", Severity.CRITICAL, "source",
+    _info("no_safe_failover_candidate", Severity.CRITICAL, "server",
           "No replica of this source can be promoted safely",
           "The source has replicas, and promoting any of them (repointing the others and the source "
           "with AUTO_POSITION) would lose transactions a sibling has, spread errant transactions, refuse "

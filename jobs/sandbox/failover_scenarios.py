@@ -10,6 +10,8 @@ servers report it. A test compares that with what the model predicted before the
 
 ==============================================  ==============================================
 ``lagging_replica``                             receiver stopped, writes on the source
+``applier_stopped``                             applier stopped, writes on the source (retrieved,
+                                                not applied: safe after catch-up)
 ``errant_in_binary_logs``                       a write on a replica (salvageable errant GTID)
 ``errant_purged``                               the same, then the replica purges its binary logs
 ``replica_without_log_replica_updates``         a sibling lags behind a log_replica_updates=OFF
@@ -39,7 +41,7 @@ from jobs.sandbox.server import HOST, SandboxServer
 
 __all__ = [
     "PromotionResult", "SiblingAfterPromotion",
-    "lagging_replica", "errant_in_binary_logs", "errant_purged",
+    "lagging_replica", "applier_stopped", "errant_in_binary_logs", "errant_purged",
     "replica_without_log_replica_updates", "cloned_server_uuid", "promote",
 ]
 
@@ -80,6 +82,28 @@ def lagging_replica(fleet: Fleet, replica: str, *, transactions: int = 3, timeou
                    "replica.gtid_executed": rep.gtid_executed(),
                    "replica.received_transaction_set": status["RECEIVED_TRANSACTION_SET"]},
         details={"channel": ch.channel, "receiver_running": status["Replica_IO_Running"]})
+
+
+def applier_stopped(fleet: Fleet, replica: str, *, transactions: int = 3, timeout: float = 60.0) -> ScenarioResult:
+    """Stop ``replica``'s applier and write on its source: the replica has retrieved the
+    transactions (``pending``) but not applied them; its siblings have applied them."""
+    ch = _channel(fleet, replica)
+    rep, src = fleet.server(replica), fleet.server(ch.source)
+    rep.execute(f"STOP REPLICA SQL_THREAD FOR CHANNEL '{ch.channel}'")
+    before = src.gtid_executed()
+    _write(src, transactions)
+    written = src.query_value("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (before,))
+    _wait(lambda: rep.query_value("SELECT GTID_SUBSET(%s, %s)",
+                                  (written, channel_status(rep, ch.channel)["RECEIVED_TRANSACTION_SET"])),
+          f"{replica!r} to receive {written!r}", timeout)
+    fleet.wait_caught_up(timeout=timeout, channels=[c for c in fleet.topology.channels
+                                                    if c.source == ch.source and c.replica != replica])
+    pending = _subtract(rep, channel_status(rep, ch.channel)["RECEIVED_TRANSACTION_SET"], rep.gtid_executed())
+    if not pending:
+        raise ScenarioError(f"{replica!r} has applied everything it received")
+    return ScenarioResult(name="applier_stopped", servers=(replica, ch.source),
+                          gtid_sets={"pending": pending, "written": written},
+                          details={"channel": ch.channel})
 
 
 def errant_in_binary_logs(fleet: Fleet, replica: str) -> ScenarioResult:

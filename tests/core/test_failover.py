@@ -105,6 +105,9 @@ CASES = [
         {"r1": "loses_transactions", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],
         id="failing_receiver_loses"),
     pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-8", errno=2013), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "safe_after_catch_up", "r2": "safe"}, [], id="running_receiver_with_an_old_error_is_not_a_loss"),
+    pytest.param(
         source(purged=f"{S}:1-6"),
         [replica("r1", R1, 2, f"{S}:1-4"), replica("r2", R2, 3, f"{S}:1-10")],
         {"r1": "loses_transactions", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.mysql
 
 FAN = {"name": "failover", "servers": [{"name": "s"}, {"name": "r1"}, {"name": "r2"}],
        "channels": [{"replica": "r1", "source": "s"}, {"replica": "r2", "source": "s"}]}
+NO_BINARY_LOG = {**FAN, "servers": [{"name": "s"}, {"name": "r1", "options": ["--skip-log-bin"]}, {"name": "r2"}]}
 NO_LOG_REPLICA_UPDATES = {**FAN, "servers": [{"name": "s"}, {"name": "r1", "options": ["--log-replica-updates=OFF"]},
                                              {"name": "r2"}]}
 MISSING_RE = re.compile(r"the missing transactions are '([^']*)'")
@@ -211,3 +212,38 @@ def test_cloned_server_uuid_is_critical_and_the_clone_refuses_its_twin(fleet_fac
     for name in ("r2", "s"):
         assert sib(cand(model, running), name).result is SiblingResult.STREAMS
         assert not promoted.siblings[name].refused
+
+
+def test_applier_behind_is_safe_after_catch_up(fleet_factory):
+    """r1 retrieved but did not apply: safe_after_catch_up; promoted once its relay log is applied, nobody keeps or lacks anything."""
+    f = fleet_factory(FAN)
+    result = fs.applier_stopped(f, "r1", transactions=3)
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1 = cand(model, "r1")
+    assert (r1.verdict, cand(model, "r2").verdict) == (Verdict.SAFE_AFTER_CATCH_UP, Verdict.SAFE)
+    assert r1.pending_relay == g(result.gtid_sets["pending"])
+    assert sib(r1, "r2").catch_up == g(result.gtid_sets["pending"]) and sib(r1, "r2").lost == GtidSet.EMPTY
+    assert findings_of(model) == []
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    assert g(promoted.candidate_gtid_executed) >= g(result.gtid_sets["pending"])
+    for name in ("r2", "s"):
+        after = promoted.siblings[name]
+        assert not after.refused and after.io_running == "Yes"
+        assert (g(after.kept), g(after.lacks), g(after.received)) == (GtidSet.EMPTY, GtidSet.EMPTY, GtidSet.EMPTY)
+
+
+def test_log_bin_off_cannot_serve(fleet_factory):
+    """r1 without a binary log: cannot_serve; promoted, every sibling fails with 13114 'Binary log is not open'."""
+    f = fleet_factory(NO_BINARY_LOG)
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1 = cand(model, "r1")
+    assert (r1.verdict, cand(model, "r2").verdict) == (Verdict.CANNOT_SERVE, Verdict.SAFE)
+    assert findings_of(model) == [("failover_candidate_unsafe", "r1")]
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    for name in ("r2", "s"):
+        assert sib(r1, name).result is SiblingResult.REFUSED
+        after = promoted.siblings[name]
+        assert after.last_io_errno == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+        assert "Binary log is not open" in after.last_io_error
