@@ -20,6 +20,7 @@ T2 = dt.datetime(2026, 11, 21, 2, 15, tzinfo=dt.timezone.utc)
 SRC_UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 GONE_UUID = "4e11fa47-71ca-11e1-9e33-c80aa9429563"
 R2_UUID = "5e11fa47-71ca-11e1-9e33-c80aa9429564"
+BILLING_UUID = "8e11fa47-71ca-11e1-9e33-c80aa9429567"
 
 _FILL = {"string": "x", "int64": 0, "int32": 0, "bool": False, "double": 0.0}
 
@@ -50,6 +51,31 @@ def finding(run_id, run_date, check_id, severity, server, *, status="open", sile
                     channel="" if source else None, title=check_id, detail="d", gtid_set=gtid_set,
                     gtid_count=gtid_count, first_seen=first_seen, status=status, silenced=silenced,
                     remediation="r", check_version=1)
+
+
+def failover_readiness_rows(run_id, run_date):
+    """Rows from the real model: orders-r1 stopped and behind (orders-r2 is the safe choice);
+    billing-src's only replica stopped and behind (no safe candidate)."""
+    from gtid_core import ChannelSnapshot, GtidSet, ServerSnapshot
+    from gtid_core.failover import FailoverReplica, failover_rows, model_failover
+
+    def srv(name, uuid, server_id, executed):
+        return ServerSnapshot(name=name, server_uuid=uuid, server_id=server_id, gtid_mode="ON", log_bin=True,
+                              log_replica_updates=True, gtid_executed=GtidSet.parse(executed),
+                              gtid_purged=GtidSet.EMPTY)
+
+    def rep(name, uuid, server_id, executed, io):
+        return FailoverReplica(srv(name, uuid, server_id, executed),
+                               ChannelSnapshot(io_running=io, sql_running="YES",
+                                               retrieved_gtid_set=GtidSet.parse(executed)))
+
+    orders = model_failover(srv("orders-src", SRC_UUID, 1, f"{SRC_UUID}:1-10"), [
+        rep("orders-r1", R2_UUID, 2, f"{SRC_UUID}:1-8", "NO"),
+        rep("orders-r2", "6e11fa47-71ca-11e1-9e33-c80aa9429565", 3, f"{SRC_UUID}:1-10", "YES")])
+    billing = model_failover(srv("billing-src", BILLING_UUID, 4, f"{BILLING_UUID}:1-5"), [
+        rep("billing-r1", "7e11fa47-71ca-11e1-9e33-c80aa9429566", 5, f"{BILLING_UUID}:1-3", "NO")])
+    return (failover_rows(orders, run_id=run_id, run_date=run_date, cluster="orders")
+            + failover_rows(billing, run_id=run_id, run_date=run_date, cluster="billing"))
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +117,9 @@ def views(spark, tmp_path_factory):
         full_row("uuid_registry", run_id="run2", server_uuid=R2_UUID, server="orders-r2", cluster="orders",
                  first_seen=D1, last_seen=D2),
     ]), warehouse=wh)
-    for name in ("runs", "run_summary", "findings", "channels", "uuid_registry"):
+    for run_id, (date, ts) in runs.items():
+        write_run_rows(spark, "failover_readiness", failover_readiness_rows(run_id, date), warehouse=wh, run_id=run_id)
+    for name in ("runs", "run_summary", "findings", "channels", "uuid_registry", "failover_readiness"):
         read_frame(spark, wh, name).createOrReplaceTempView(f"gtid_audit_{name}")
     return spark
 
@@ -152,3 +180,21 @@ def test_findings_over_time_counts_per_run_date(views):
     assert rows[(D1, "errant_transactions")] == 1
     assert rows[(D2, "errant_transactions")] == 2
     assert (D2, "config_sync_binlog") not in rows
+
+
+def test_failover_panel_ranks_candidates_per_source(views):
+    """Failover readiness: orders-r2 first (safe), orders-r1 second (loses 2 on a sibling); billing-r1 alone."""
+    rows = [(r["source"], r["candidate_rank"], r["candidate"], r["verdict"], r["most_lost_on_one_sibling"])
+            for r in run(views, "Failover readiness")]
+    assert rows == [("billing-src", 1, "billing-r1", "loses_transactions", 2),
+                    ("orders-src", 1, "orders-r2", "safe", 0),
+                    ("orders-src", 2, "orders-r1", "loses_transactions", 2)]
+
+
+def test_no_safe_candidate_panel_and_salvage_panel(views):
+    """Only billing-src lacks a safe candidate; the salvage panel says where orders-r1's and billing-r1's gaps are."""
+    assert [(r["source"], r["replicas"]) for r in run(views, "Failover readiness", 2)] == [("billing-src", 1)]
+    salvage = [(r["candidate"], r["salvage_from"], r["lost_gtid_set"]) for r in run(views, "Failover readiness", 3)]
+    assert salvage == [("billing-r1", "billing-src", f"{BILLING_UUID}:4-5"),
+                       ("orders-r1", "orders-r2", f"{SRC_UUID}:9-10"),
+                       ("orders-r1", "orders-src", f"{SRC_UUID}:9-10")]

@@ -1,0 +1,415 @@
+"""The failover-readiness model on hand-built snapshots: every verdict, versions, unknown inputs.
+
+Expected sets are written out by hand from the scenario each row describes (a few GNOs of three
+UUIDs), never recomputed from the model's own inputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import pytest
+
+from gtid_core import BinaryLog, ChannelSnapshot, GtidSet, MySQLVersion, ServerSnapshot, Severity
+from gtid_core.failover import (
+    EQUAL_SERVER_ID,
+    EQUAL_SERVER_UUID,
+    FAILOVER_CHECKS,
+    FailoverReplica,
+    SiblingResult,
+    Verdict,
+    check_duplicate_server_identity,
+    failover_findings,
+    failover_rows,
+    model_failover,
+    split_errant,
+)
+from gtid_core.reconnect import ER_MASTER_HAS_PURGED_REQUIRED_GTIDS, ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER
+
+S = "aaaaaaaa-0000-4000-8000-000000000001"
+R1 = "bbbbbbbb-0000-4000-8000-000000000002"
+R2 = "cccccccc-0000-4000-8000-000000000003"
+X = "dddddddd-0000-4000-8000-000000000004"   # another source of a multi-source replica
+V97 = MySQLVersion.parse("9.7.4-2")
+
+
+def g(text: str) -> GtidSet:
+    return GtidSet.parse(text)
+
+
+def server(name, uuid, server_id, executed, purged="", *, version=V97, **kw) -> ServerSnapshot:
+    """A 9.7 GTID server with one binary log whose Previous_gtids is its gtid_purged."""
+    defaults = dict(gtid_mode="ON", log_bin=True, log_replica_updates=True, read_only=True, super_read_only=True,
+                    binary_logs=(BinaryLog("binlog.000002", previous_gtids=g(purged) if purged is not None else None),))
+    defaults.update(kw)
+    return ServerSnapshot(name=name, server_uuid=uuid, server_id=server_id, version=version,
+                          gtid_executed=g(executed) if executed is not None else None,
+                          gtid_purged=g(purged) if purged is not None else None, **defaults)
+
+
+def channel(retrieved, *, io="YES", sql="YES", errno=0) -> ChannelSnapshot:
+    return ChannelSnapshot(channel_name="", source_uuid=S, io_running=io, sql_running=sql, auto_position=True,
+                           retrieved_gtid_set=g(retrieved) if retrieved is not None else None, last_io_errno=errno)
+
+
+def replica(name, uuid, server_id, executed, retrieved=None, *, purged="", io="YES", errno=0, other=None,
+            **kw) -> FailoverReplica:
+    retrieved = executed if retrieved is None else retrieved
+    return FailoverReplica(server(name, uuid, server_id, executed, purged, **kw),
+                           channel(retrieved, io=io, errno=errno),
+                           other_channels_gtids=g(other) if other else None)
+
+
+def source(executed=f"{S}:1-10", purged="", **kw) -> ServerSnapshot:
+    return server("s", S, 1, executed, purged, read_only=False, super_read_only=False, **kw)
+
+
+def verdicts(model) -> dict[str, str]:
+    return {c.candidate: c.verdict.value for c in model.candidates}
+
+
+def cand(model, name):
+    (c,) = [c for c in model.candidates if c.candidate == name]
+    return c
+
+
+def sib(c, name):
+    (s,) = [s for s in c.siblings if s.sibling == name]
+    return s
+
+
+def check_ids(model) -> list[tuple[str, str]]:
+    return sorted((f.check_id, f.server) for f in failover_findings(model))
+
+
+# --------------------------------------------------------------------------------------------
+# verdicts
+
+CASES = [
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "safe", "r2": "safe"}, [], id="caught_up_fleet_is_safe"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-8", f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "safe_after_catch_up", "r2": "safe"}, [], id="applier_behind_is_safe_after_catch_up"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-8"), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "safe_after_catch_up", "r2": "safe"}, [], id="running_receiver_lag_is_not_a_loss"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "loses_transactions", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],
+        id="stopped_receiver_loses"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-8", io="CONNECTING", errno=2003),
+                   replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "loses_transactions", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],
+        id="failing_receiver_loses"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-8", errno=2013), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "safe_after_catch_up", "r2": "safe"}, [], id="running_receiver_with_an_old_error_is_not_a_loss"),
+    pytest.param(
+        source(purged=f"{S}:1-6"),
+        [replica("r1", R1, 2, f"{S}:1-4"), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "loses_transactions", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],
+        id="running_receiver_cannot_fetch_what_source_purged"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1"), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "propagates_errant", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],
+        id="salvageable_errant_propagates"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1", f"{S}:1-10", purged=f"{S}:1-3,{R1}:1"),
+                   replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "refuses_siblings", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],
+        id="lost_errant_refuses_siblings"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-10", log_replica_updates=False),
+                   replica("r2", R2, 3, f"{S}:1-8", io="NO")],
+        {"r1": "refuses_siblings", "r2": "loses_transactions"},
+        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
+        id="log_replica_updates_off_refuses_lagging_sibling"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10", log_bin=False, binary_logs=()),
+                   replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "cannot_serve", "r2": "safe"}, [("failover_candidate_unsafe", "r1")], id="log_bin_off_cannot_serve"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10", gtid_mode="ON_PERMISSIVE"), replica("r2", R2, 3, f"{S}:1-10")],
+        {"r1": "cannot_serve", "r2": "safe"}, [("failover_candidate_unsafe", "r1")],
+        id="gtid_mode_not_on_cannot_serve"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R1, 3, f"{S}:1-10")],
+        {"r1": "refuses_siblings", "r2": "refuses_siblings"},
+        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
+        id="equal_server_uuid_refused"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 2, f"{S}:1-10")],
+        {"r1": "refuses_siblings", "r2": "refuses_siblings"},
+        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
+        id="equal_server_id_refused"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10,{R2}:1-2")],
+        {"r1": "safe", "r2": "propagates_errant"}, [("failover_candidate_unsafe", "r2")],
+        id="sibling_errant_is_not_a_loss_for_the_candidate_5_7_plus"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10", version=MySQLVersion.parse("5.6.40-log")),
+                   replica("r2", R2, 3, f"{S}:1-10,{R2}:1-2", version=MySQLVersion.parse("5.6.40-log"))],
+        {"r1": "refuses_siblings", "r2": "propagates_errant"},
+        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
+        id="sibling_errant_refused_by_a_5_6_candidate"),
+    pytest.param(
+        source(purged=f"{S}:1-5"),
+        [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-5"), replica("r2", R2, 3, f"{S}:6-10")],
+        {"r1": "refuses_siblings", "r2": "loses_transactions"},
+        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
+        id="purged_gap_refused_from_5_6_22"),
+    pytest.param(
+        source(purged=f"{S}:1-5"),
+        [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-5", version=MySQLVersion.parse("5.6.20"),
+                           binary_logs=(BinaryLog("b.000001", previous_gtids=GtidSet.EMPTY),)),
+                   replica("r2", R2, 3, f"{S}:6-10")],
+        {"r1": "loses_transactions", "r2": "loses_transactions"},
+        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
+        id="purged_gap_silently_skipped_before_5_6_22"),
+    pytest.param(
+        source(), [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10,{X}:1-5", other=f"{X}:1-5")],
+        {"r1": "safe", "r2": "safe"}, [], id="multi_source_sibling_other_channel_is_not_errant"),
+]
+
+
+@pytest.mark.parametrize("src, replicas, expected, findings", CASES)
+def test_verdicts(src, replicas, expected, findings):
+    """Each scenario gives each candidate the verdict a DBA expects, and exactly the findings listed."""
+    model = model_failover(src, replicas)
+    assert verdicts(model) == expected
+    assert check_ids(model) == sorted(findings)
+
+
+def test_stopped_receiver_sets_name_lost_transactions_per_sibling():
+    """A stopped, lagging r1: r2 and s both hold S:9-10 that r1 will never get; r2's loses nothing."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"),
+                                      replica("r2", R2, 3, f"{S}:1-10")])
+    r1 = cand(model, "r1")
+    assert sib(r1, "r2").lost == g(f"{S}:9-10") and sib(r1, "s").lost == g(f"{S}:9-10")
+    assert sib(r1, "r2").result is SiblingResult.STREAMS
+    r2 = cand(model, "r2")
+    assert [c.candidate for c in model.candidates] == ["r2", "r1"] and r2.rank == 1
+    assert sib(r2, "r1").lost == GtidSet.EMPTY and sib(r2, "r1").catch_up == GtidSet.EMPTY
+
+
+def test_running_receiver_lag_is_in_flight():
+    """The same lag with a running receiver is in_flight (still coming from s), not lost."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8"), replica("r2", R2, 3, f"{S}:1-10")])
+    s = sib(cand(model, "r1"), "r2")
+    assert (s.lost, s.in_flight) == (GtidSet.EMPTY, g(f"{S}:9-10"))
+
+
+def test_relay_log_not_applied_is_catch_up_not_loss():
+    """Retrieved-but-unapplied transactions are catch_up for the sibling that has them, never lost."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", f"{S}:1-10", io="NO"),
+                                      replica("r2", R2, 3, f"{S}:1-10")])
+    r1 = cand(model, "r1")
+    assert r1.verdict is Verdict.SAFE_AFTER_CATCH_UP
+    assert r1.pending_relay == g(f"{S}:9-10")
+    assert sib(r1, "r2").catch_up == g(f"{S}:9-10") and sib(r1, "r2").lost == GtidSet.EMPTY
+
+
+def test_lost_errant_split_and_refusal_of_every_sibling():
+    """An errant GTID purged from r1's binary logs is 'lost': r2 and s are refused with what they lack."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1-2", f"{S}:1-10", purged=f"{R1}:1"),
+                                      replica("r2", R2, 3, f"{S}:1-10")])
+    r1 = cand(model, "r1")
+    assert (r1.errant, r1.errant_salvageable, r1.errant_lost) == (g(f"{R1}:1-2"), g(f"{R1}:2"), g(f"{R1}:1"))
+    for name in ("r2", "s"):
+        s = sib(r1, name)
+        assert s.result is SiblingResult.REFUSED and s.refusal == ER_MASTER_HAS_PURGED_REQUIRED_GTIDS
+        assert s.refused_missing == g(f"{R1}:1")
+        assert (s.errant_salvageable, s.errant_lost) == (g(f"{R1}:2"), g(f"{R1}:1"))
+
+
+def test_log_replica_updates_off_pending_relay_becomes_purged():
+    """With log_replica_updates OFF, what r1 still has to apply joins its gtid_purged: r2 lacking it is refused."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", f"{S}:1-10", purged=f"{S}:1-8",
+                                              log_replica_updates=False),
+                                      replica("r2", R2, 3, f"{S}:1-9")])
+    s = sib(cand(model, "r1"), "r2")
+    assert s.result is SiblingResult.REFUSED and s.refused_missing == g(f"{S}:10")
+    assert sib(cand(model, "r1"), "s").result is SiblingResult.STREAMS
+
+
+@pytest.mark.parametrize("uuid_r2, id_r2, refusal", [
+    pytest.param(R1, 3, EQUAL_SERVER_UUID, id="uuid"),
+    pytest.param(R2, 2, EQUAL_SERVER_ID, id="server_id"),
+])
+def test_equal_identity_refusal_names_the_error(uuid_r2, id_r2, refusal):
+    """A sibling with the candidate's server_uuid or server_id is refused by its own receiver (13117)."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", uuid_r2, id_r2, f"{S}:1-10")])
+    assert sib(cand(model, "r1"), "r2").refusal == refusal
+    assert sib(cand(model, "r1"), "s").result is SiblingResult.STREAMS
+
+
+def test_5_6_candidate_refuses_sibling_with_foreign_errant_but_5_7_streams():
+    """5.6 compares a replica's whole set (refused, offending = r2's errant); 5.7+ only its own uuid (streams)."""
+    def build(version):
+        return model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10", version=version),
+                                         replica("r2", R2, 3, f"{S}:1-10,{R2}:1-2")])
+    old = sib(cand(build(MySQLVersion.parse("5.6.40")), "r1"), "r2")
+    assert (old.result, old.refusal, old.refused_missing) == (SiblingResult.REFUSED,
+                                                              ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER, g(f"{R2}:1-2"))
+    new = sib(cand(build(MySQLVersion.parse("5.7.44")), "r1"), "r2")
+    assert (new.result, new.sibling_errant, new.lost) == (SiblingResult.STREAMS, g(f"{R2}:1-2"), GtidSet.EMPTY)
+
+
+# --------------------------------------------------------------------------------------------
+# unknown inputs never become positives
+
+UNKNOWN = [
+    pytest.param([replica("r1", R1, 2, None, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10")],
+                 source(), id="candidate_gtid_executed_unknown"),
+    pytest.param([replica("r1", R1, 2, f"{S}:1-8"), replica("r2", R2, 3, f"{S}:1-10")],
+                 source(purged=None), id="source_gtid_purged_unknown_with_lag"),
+    pytest.param([FailoverReplica(server("r1", R1, 2, f"{S}:1-8"),
+                                  ChannelSnapshot(channel_name="", retrieved_gtid_set=g(f"{S}:1-8"))),
+                  replica("r2", R2, 3, f"{S}:1-10")],
+                 source(), id="receiver_state_unknown_with_lag"),
+    pytest.param([replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10")],
+                 source(executed=None), id="source_gtid_executed_unknown"),
+    pytest.param([replica("r1", R1, 2, f"{S}:1-10", log_bin=None), replica("r2", R2, 3, f"{S}:1-10")],
+                 source(), id="log_bin_unknown"),
+]
+
+
+@pytest.mark.parametrize("replicas, src", UNKNOWN)
+def test_unknown_inputs_give_undetermined_and_no_finding(replicas, src):
+    """A None set or setting makes the candidate undetermined; no finding is produced from it."""
+    model = model_failover(src, replicas)
+    assert cand(model, "r1").verdict is Verdict.UNDETERMINED
+    assert [f for f in failover_findings(model) if f.server == "r1" or f.check_id == "no_safe_failover_candidate"] == []
+
+
+def test_an_undetermined_candidate_keeps_no_safe_candidate_silent():
+    """r2 is unsafe (stopped) and r1 unknown: no_safe_failover_candidate does not fire, r2's warning does."""
+    model = model_failover(source(), [replica("r1", R1, 2, None, f"{S}:1-10"),
+                                      replica("r2", R2, 3, f"{S}:1-8", io="NO")])
+    assert check_ids(model) == [("failover_candidate_unsafe", "r2")]
+
+
+def test_unknown_purged_with_known_errant_still_propagates():
+    """r1's gtid_purged unknown: its errant set is known (propagates_errant) but the split is unknown (None)."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1", purged=None),
+                                      replica("r2", R2, 3, f"{S}:1-10")])
+    r1 = cand(model, "r1")
+    assert r1.verdict is Verdict.PROPAGATES_ERRANT
+    assert (r1.errant_salvageable, r1.errant_lost) == (None, None)
+
+
+# --------------------------------------------------------------------------------------------
+# split_errant, findings, rows, identities
+
+@pytest.mark.parametrize("purged, errant, salvageable, lost", [
+    pytest.param("", f"{R1}:1-3", f"{R1}:1-3", "", id="all_in_binary_logs"),
+    pytest.param(f"{R1}:1-2,{S}:1-5", f"{R1}:1-3", f"{R1}:3", f"{R1}:1-2", id="partly_purged"),
+    pytest.param(f"{R1}:1-9", f"{R1}:1-3", "", f"{R1}:1-3", id="all_purged"),
+    pytest.param("", "", "", "", id="nothing_errant"),
+])
+def test_split_errant(purged, errant, salvageable, lost):
+    """Errant GTIDs split into the part still in binary logs and the part only in gtid_purged."""
+    r = server("r1", R1, 2, f"{S}:1-5,{R1}:1-9", purged)
+    assert split_errant(r, g(errant)) == (g(salvageable), g(lost))
+
+
+def test_split_errant_unknown_purged():
+    """Without gtid_purged the split is unknown (None, None), never 'all salvageable'."""
+    assert split_errant(server("r1", R1, 2, f"{R1}:1", None), g(f"{R1}:1")) == (None, None)
+
+
+def test_unsafe_finding_carries_sets_ranking_and_salvage_steps():
+    """The warning names the lost set, ranks the candidates and says what to salvage from where."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"), replica("r2", R2, 3, f"{S}:1-10")])
+    (f,) = failover_findings(model)
+    assert (f.check_id, f.severity, f.server, f.source, f.channel) == (
+        "failover_candidate_unsafe", Severity.WARNING, "r1", "s", "")
+    assert f.gtid_set == g(f"{S}:9-10") and f.gtid_count == 2
+    assert "1. r2 (safe); 2. r1 (loses_transactions" in f.remediation
+    assert "Salvage from r2" in f.remediation and f"GTID_SUBSET('{S}:9-10'" in f.remediation
+    assert f.evidence["verdict"] == "loses_transactions" and f.evidence["lost"] == f"{S}:9-10"
+
+
+def test_errant_finding_gives_empty_transaction_sql_for_source_and_siblings():
+    """Salvageable errant GTIDs: the remediation has the empty-transaction SQL, to run on s and r2."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1"), replica("r2", R2, 3, f"{S}:1-10")])
+    (f,) = failover_findings(model)
+    assert f"SET GTID_NEXT='{R1}:1'; BEGIN; COMMIT;" in f.remediation
+    assert "on r2, s (not on r1)" in f.remediation
+    assert f.evidence["errant_salvageable"] == f"{R1}:1" and f.evidence["errant_lost"] == ""
+
+
+def test_no_safe_candidate_is_critical_and_names_the_least_bad():
+    """Every candidate unsafe: one critical finding on the source naming the best-ranked candidate."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-7", io="NO"), replica("r2", R2, 3, f"{S}:1-9", io="NO")])
+    (crit,) = [f for f in failover_findings(model) if f.check_id == "no_safe_failover_candidate"]
+    assert (crit.severity, crit.server, crit.source) == (Severity.CRITICAL, "s", None)
+    assert "least bad choice is r2" in crit.detail
+    assert crit.gtid_set == g(f"{S}:8-10")
+
+
+def test_checks_registry_shape():
+    """FAILOVER_CHECKS has the three checks, with the registry's fields and severities."""
+    assert {k: v.default_severity for k, v in FAILOVER_CHECKS.items()} == {
+        "no_safe_failover_candidate": Severity.CRITICAL, "failover_candidate_unsafe": Severity.WARNING,
+        "duplicate_server_uuid": Severity.CRITICAL}
+    for info in FAILOVER_CHECKS.values():
+        assert info.title and info.meaning and info.remediation and info.version == 1
+
+
+def test_rows_one_per_candidate_and_sibling_and_fit_the_schema():
+    """Two candidates x (one replica sibling + the source) = 4 rows that pass the table's schema check."""
+    from schemas import get_table
+
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"), replica("r2", R2, 3, f"{S}:1-10")])
+    rows = failover_rows(model, run_id="run1", run_date=dt.date(2026, 11, 23), cluster="orders")
+    table = get_table("failover_readiness")
+    for row in rows:
+        table.check_row(row)
+    assert sorted((r["candidate"], r["sibling"], r["sibling_role"]) for r in rows) == [
+        ("r1", "r2", "replica"), ("r1", "s", "source"), ("r2", "r1", "replica"), ("r2", "s", "source")]
+    (row,) = [r for r in rows if (r["candidate"], r["sibling"]) == ("r1", "r2")]
+    assert (row["verdict"], row["lost_gtid_set"], row["lost_count"], row["candidate_rank"]) == (
+        "loses_transactions", f"{S}:9-10", 2, 2)
+
+
+def test_rows_keep_unknown_as_null():
+    """An unknown set is NULL in the row (not '' and not 0)."""
+    model = model_failover(source(purged=None), [replica("r1", R1, 2, f"{S}:1-8"), replica("r2", R2, 3, f"{S}:1-10")])
+    (row,) = [r for r in failover_rows(model) if (r["candidate"], r["sibling"]) == ("r1", "r2")]
+    assert (row["lost_gtid_set"], row["lost_count"], row["verdict"]) == (None, None, "undetermined")
+
+
+def test_version_note_for_newer_candidate():
+    """A candidate newer than a sibling gets a note (newer source -> older replica is unsupported)."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10"),
+                                      replica("r2", R2, 3, f"{S}:1-10", version=MySQLVersion.parse("8.0.40"))])
+    assert any("older than r1" in n for n in sib(cand(model, "r1"), "r2").notes)
+
+
+@pytest.mark.parametrize("servers, edges, flagged", [
+    pytest.param([server("a", R1, 1, ""), server("b", R1, 2, ""), server("c", R2, 3, "")], [], ["a", "b"],
+                 id="shared_uuid_anywhere"),
+    pytest.param([server("a", R1, 1, ""), server("b", R2, 1, "")], [("b", "a")], ["a", "b"],
+                 id="shared_server_id_in_one_group"),
+    pytest.param([server("a", R1, 1, ""), server("b", R2, 1, "")], [], [], id="shared_server_id_across_groups"),
+    pytest.param([server("a", None, None, ""), server("b", None, None, "")], [("b", "a")], [],
+                 id="unknown_identity_matches_nothing"),
+])
+def test_duplicate_server_identity(servers, edges, flagged):
+    """Shared server_uuid fleet-wide and shared server_id within a replication group are critical."""
+    found = check_duplicate_server_identity(servers, edges)
+    assert sorted(f.server for f in found) == flagged
+    assert all(f.check_id == "duplicate_server_uuid" and f.severity is Severity.CRITICAL for f in found)
+
+
+def test_model_is_pure():
+    """Modelling does not change its inputs (frozen snapshots compare equal afterwards)."""
+    replicas = [replica("r1", R1, 2, f"{S}:1-8", f"{S}:1-10", log_replica_updates=False),
+                replica("r2", R2, 3, f"{S}:1-10")]
+    before = [dataclasses.replace(r) for r in replicas]
+    model_failover(source(), replicas)
+    assert replicas == before

@@ -1,0 +1,249 @@
+"""The failover model against real promotions on real MySQL 9.7 servers.
+
+Each test breaks a small private fleet (a source and two or three replicas), reads every server
+with the collector (replicas first, source last, as the nightly run does), builds the model,
+asserts its rows and findings, and then really fails over (:func:`promote`): the candidate is
+promoted and the siblings, the old source included, are repointed with AUTO_POSITION. What each
+sibling then receives, keeps that the new source lacks, or is refused with is read from the servers
+and must match what the model said before the promotion.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from gtid_core import GtidSet
+from gtid_core.failover import (
+    EQUAL_SERVER_UUID,
+    FailoverReplica,
+    SiblingResult,
+    Verdict,
+    check_duplicate_server_identity,
+    failover_findings,
+    failover_rows,
+    model_failover,
+)
+from gtid_core.reconnect import ER_MASTER_HAS_PURGED_REQUIRED_GTIDS
+from jobs.sandbox import failover_scenarios as fs
+
+pytestmark = pytest.mark.mysql
+
+FAN = {"name": "failover", "servers": [{"name": "s"}, {"name": "r1"}, {"name": "r2"}],
+       "channels": [{"replica": "r1", "source": "s"}, {"replica": "r2", "source": "s"}]}
+NO_BINARY_LOG = {**FAN, "servers": [{"name": "s"}, {"name": "r1", "options": ["--skip-log-bin"]}, {"name": "r2"}]}
+NO_LOG_REPLICA_UPDATES = {**FAN, "servers": [{"name": "s"}, {"name": "r1", "options": ["--log-replica-updates=OFF"]},
+                                             {"name": "r2"}]}
+MISSING_RE = re.compile(r"the missing transactions are '([^']*)'")
+ER_SOURCE_FATAL_ERROR_READING_BINLOG = 13114
+ER_REPLICA_FATAL_ERROR = 13117
+
+
+# ---------------------------------------------------------------------------------------------
+# live snapshots -> model (the only place that converts; the audit job's converters may move)
+
+def read_snapshots(fleet, names):
+    """Read ``names`` in order with the collector; {name: (ServerSnapshot, [ChannelSnapshot])}."""
+    from jobs.audit import channel_snapshot, server_snapshot
+    from jobs.collector import RunContext, read_server
+    from jobs.config import CollectionSettings, ServerSpec, resolve_password
+
+    ctx = RunContext(run_id="failover", run_date=dt.date(2026, 11, 23), settings=CollectionSettings())
+    out = {}
+    for name in names:
+        server = fleet.server(name)
+        spec = ServerSpec(name=name, host=server.host, port=server.port, user="audit",
+                          password_file=str(fleet.audit_password_file), connect_timeout_s=5, read_timeout_s=10)
+        result = read_server(spec, resolve_password(spec), ctx)
+        assert result.errors == [], result.errors
+        snap = server_snapshot({**result.server, "binary_logs": result.binary_logs})
+        out[name] = (snap, [channel_snapshot(row) for row in result.channels])
+    return out
+
+
+def build_model(fleet, source, replicas):
+    """The failover model of ``source``, its replicas read first and the source last."""
+    snaps = read_snapshots(fleet, [*replicas, source])
+    port = fleet.server(source).port
+    members = []
+    for name in replicas:
+        server, channels = snaps[name]
+        (channel,) = [c for c in channels if c.source_port == port]
+        members.append(FailoverReplica(server, channel))
+    return model_failover(snaps[source][0], members), snaps
+
+
+def cand(model, name):
+    (c,) = [c for c in model.candidates if c.candidate == name]
+    return c
+
+
+def sib(candidate, name):
+    (s,) = [s for s in candidate.siblings if s.sibling == name]
+    return s
+
+
+def g(text: str) -> GtidSet:
+    return GtidSet.parse(text or "")
+
+
+def findings_of(model):
+    return sorted((f.check_id, f.server) for f in failover_findings(model))
+
+
+def refused_missing(after) -> GtidSet:
+    """The set the source named in its 13114 error ('the missing transactions are ...')."""
+    match = MISSING_RE.search(after.last_io_error)
+    assert match, after.last_io_error
+    return g(match.group(1))
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_lagging_replica_promoted_loses_what_its_siblings_keep(fleet_factory):
+    """A stopped, lagging r1: the model says promoting it loses the missing set on r2 and s; a real promotion agrees."""
+    f = fleet_factory(FAN)
+    result = fs.lagging_replica(f, "r1", transactions=3)
+    missing = g(result.gtid_sets["missing"])
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1, r2 = cand(model, "r1"), cand(model, "r2")
+    assert (r1.verdict, r2.verdict) == (Verdict.LOSES_TRANSACTIONS, Verdict.SAFE)
+    assert [c.candidate for c in model.candidates] == ["r2", "r1"]
+    assert sib(r1, "r2").lost == missing and sib(r1, "s").lost == missing
+    assert findings_of(model) == [("failover_candidate_unsafe", "r1")]
+    rows = {(r["candidate"], r["sibling"]): r for r in failover_rows(model)}
+    assert rows[("r1", "r2")]["lost_gtid_set"] == missing.to_text(multiline=False)
+    assert rows[("r1", "r2")]["lost_count"] == missing.count() == 5
+    assert rows[("r2", "r1")]["verdict"] == "safe" and rows[("r2", "r1")]["lost_count"] == 0
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    for name in ("r2", "s"):
+        after = promoted.siblings[name]
+        assert not after.refused and after.io_running == "Yes"
+        assert g(after.kept) == sib(r1, name).lost        # they keep what the new source never gets
+        assert g(after.received) == GtidSet.EMPTY
+
+
+def test_salvageable_errant_flows_to_every_sibling(fleet_factory):
+    """An errant GTID still in r1's binary log: the model says it propagates; after promotion r2 and s received it."""
+    f = fleet_factory(FAN)
+    result = fs.errant_in_binary_logs(f, "r1")
+    errant = g(result.gtid_sets["errant"])
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1 = cand(model, "r1")
+    assert r1.verdict is Verdict.PROPAGATES_ERRANT and cand(model, "r2").verdict is Verdict.SAFE
+    assert (r1.errant, r1.errant_salvageable, r1.errant_lost) == (errant, errant, GtidSet.EMPTY)
+    assert findings_of(model) == [("failover_candidate_unsafe", "r1")]
+    (finding,) = failover_findings(model)
+    assert f"SET GTID_NEXT='{errant.to_text()}'" in finding.remediation
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    for name in ("r2", "s"):
+        after = promoted.siblings[name]
+        assert sib(r1, name).result is SiblingResult.STREAMS and not after.refused
+        assert g(after.received) == sib(r1, name).errant_salvageable == errant
+
+
+def test_purged_errant_gets_every_sibling_refused(fleet_factory):
+    """An errant GTID purged from r1's binary logs: refuses_siblings; promoted, r2 and s get 13114 naming that GTID."""
+    f = fleet_factory(FAN)
+    result = fs.errant_purged(f, "r1")
+    errant = g(result.gtid_sets["errant"])
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1 = cand(model, "r1")
+    assert r1.verdict is Verdict.REFUSES_SIBLINGS and cand(model, "r2").verdict is Verdict.SAFE
+    assert (r1.errant_salvageable, r1.errant_lost) == (GtidSet.EMPTY, errant)
+    assert findings_of(model) == [("failover_candidate_unsafe", "r1")]
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    for name in ("r2", "s"):
+        predicted, after = sib(r1, name), promoted.siblings[name]
+        assert (predicted.result, predicted.refusal) == (SiblingResult.REFUSED, ER_MASTER_HAS_PURGED_REQUIRED_GTIDS)
+        assert after.last_io_errno == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+        assert "purged required binary logs" in after.last_io_error
+        assert refused_missing(after) == predicted.refused_missing == errant
+
+
+def test_log_replica_updates_off_refuses_the_lagging_sibling(fleet_factory):
+    """r1 with log_replica_updates=OFF and r2 lagging: no safe candidate; promoted r1 refuses r2 with what it lacks."""
+    f = fleet_factory(NO_LOG_REPLICA_UPDATES)
+    result = fs.replica_without_log_replica_updates(f, "r1", "r2", transactions=3)
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1, r2 = cand(model, "r1"), cand(model, "r2")
+    assert (r1.verdict, r2.verdict) == (Verdict.REFUSES_SIBLINGS, Verdict.LOSES_TRANSACTIONS)
+    assert any("log_replica_updates is OFF" in note for note in r1.readiness)
+    assert sib(r1, "r2").refused_missing == g(result.gtid_sets["sibling_lacks"])
+    assert sib(r1, "s").result is SiblingResult.STREAMS
+    assert findings_of(model) == [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"),
+                                  ("no_safe_failover_candidate", "s")]
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    assert promoted.siblings["r2"].last_io_errno == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+    assert refused_missing(promoted.siblings["r2"]) == sib(r1, "r2").refused_missing
+    assert not promoted.siblings["s"].refused and g(promoted.siblings["s"].received) == GtidSet.EMPTY
+
+
+def test_cloned_server_uuid_is_critical_and_the_clone_refuses_its_twin(fleet_factory):
+    """A datadir clone with auto.cnf kept: duplicate_server_uuid; promoted, the twin is refused with 13117."""
+    f = fleet_factory(FAN)
+    result = fs.cloned_server_uuid(f, "r1", "r1clone")
+    kicked = result.details["kicked"]
+    assert result.details["last_io_errno"] == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+    running = "r1clone" if kicked == "r1" else "r1"
+    s = f.server("s")
+    s.execute("CREATE DATABASE after_clone")       # the kicked twin never receives it
+    f.wait_caught_up(channels=[c for c in f.topology.channels if c.replica in ("r2", running)])
+    behind = g(s.query_value("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (f.server(kicked).gtid_executed(),)))
+    assert behind
+    model, snaps = build_model(f, "s", ["r1", "r2", "r1clone"])
+    dupes = check_duplicate_server_identity([s for s, _ in snaps.values()], [("r1", "s"), ("r2", "s"), ("r1clone", "s")])
+    assert sorted(d.server for d in dupes) == ["r1", "r1clone"]
+    assert sib(cand(model, running), kicked).refusal == EQUAL_SERVER_UUID
+    assert cand(model, running).verdict is Verdict.REFUSES_SIBLINGS
+    assert cand(model, kicked).verdict is Verdict.REFUSES_SIBLINGS      # and it lags: its receiver was kicked
+    assert sib(cand(model, kicked), "r2").lost == behind
+    assert cand(model, "r2").verdict is Verdict.SAFE and model.candidates[0].candidate == "r2"
+    assert ("failover_candidate_unsafe", running) in findings_of(model)
+
+    promoted = fs.promote(f, running, [kicked, "r2", "s"])
+    assert promoted.siblings[kicked].last_io_errno == ER_REPLICA_FATAL_ERROR
+    assert "equal MySQL server UUIDs" in promoted.siblings[kicked].last_io_error
+    for name in ("r2", "s"):
+        assert sib(cand(model, running), name).result is SiblingResult.STREAMS
+        assert not promoted.siblings[name].refused
+
+
+def test_applier_behind_is_safe_after_catch_up(fleet_factory):
+    """r1 retrieved but did not apply: safe_after_catch_up; promoted once its relay log is applied, nobody keeps or lacks anything."""
+    f = fleet_factory(FAN)
+    result = fs.applier_stopped(f, "r1", transactions=3)
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1 = cand(model, "r1")
+    assert (r1.verdict, cand(model, "r2").verdict) == (Verdict.SAFE_AFTER_CATCH_UP, Verdict.SAFE)
+    assert r1.pending_relay == g(result.gtid_sets["pending"])
+    assert sib(r1, "r2").catch_up == g(result.gtid_sets["pending"]) and sib(r1, "r2").lost == GtidSet.EMPTY
+    assert findings_of(model) == []
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    assert g(promoted.candidate_gtid_executed) >= g(result.gtid_sets["pending"])
+    for name in ("r2", "s"):
+        after = promoted.siblings[name]
+        assert not after.refused and after.io_running == "Yes"
+        assert (g(after.kept), g(after.lacks), g(after.received)) == (GtidSet.EMPTY, GtidSet.EMPTY, GtidSet.EMPTY)
+
+
+def test_log_bin_off_cannot_serve(fleet_factory):
+    """r1 without a binary log: cannot_serve; promoted, every sibling fails with 13114 'Binary log is not open'."""
+    f = fleet_factory(NO_BINARY_LOG)
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1 = cand(model, "r1")
+    assert (r1.verdict, cand(model, "r2").verdict) == (Verdict.CANNOT_SERVE, Verdict.SAFE)
+    assert findings_of(model) == [("failover_candidate_unsafe", "r1")]
+
+    promoted = fs.promote(f, "r1", ["r2", "s"])
+    for name in ("r2", "s"):
+        assert sib(r1, name).result is SiblingResult.REFUSED
+        after = promoted.siblings[name]
+        assert after.last_io_errno == ER_SOURCE_FATAL_ERROR_READING_BINLOG
+        assert "Binary log is not open" in after.last_io_error
