@@ -133,10 +133,11 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
     _info("errant_transactions", Severity.CRITICAL, "pair",
           "Errant transactions: replica has transactions its source never executed",
           "(replica gtid_executed ∪ Retrieved_Gtid_Set) minus the source's gtid_executed, excluding "
-          "GTIDs the replica assigns to anonymous transactions. On 5.7+ they do not stop replication "
-          "(only the source's uuid is compared) and stay silent until a failover makes this replica a "
-          "source, or makes another server its replica.",
-          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover (or now, on a 5.6 source)",
+          "GTIDs the replica assigns to anonymous transactions and GTIDs of its other channels. They do not "
+          "stop replication on any version (a source compares at most its own server_uuid) and stay silent "
+          "until a failover makes this replica a source, or makes another server its replica. Unconfirmed "
+          "(warning) when the replica was not read before its source.",
+          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover",
           "Check what the transactions changed. If they are harmless or wanted everywhere, commit empty "
           "transactions with these GTIDs on the source and on every other replica (SQL in the finding); "
           "if they must not exist, reprovision the replica.",
@@ -200,7 +201,9 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "gtid_purged gained GTIDs this server never executed",
           "gtid_purged now holds GTIDs that were not in gtid_executed at the previous run, and normal "
           "purging cannot explain them (binary logs of the previous run still exist, or the binary-log "
-          "numbering went back): SET GLOBAL gtid_purged after a RESET / restore.",
+          "numbering went back): SET GLOBAL gtid_purged after a RESET / restore. With log_bin ON and "
+          "log_replica_updates OFF or unknown only the server's own server_uuid is judged (applied "
+          "transactions go straight into gtid_purged there).",
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS on replicas lacking them (silent before 5.6.22)",
           "Make sure every replica of this server has the jumped set (see source_purged_required_gtids).",
           version=2),  # v2: with log_bin ON and log_replica_updates OFF (or unknown) only the own uuid

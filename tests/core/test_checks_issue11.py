@@ -10,7 +10,7 @@ from gtid_core.findings import Severity
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import ReconnectKind
 from gtid_core.relay_log import RelayLogEvent
-from tests.core.test_checks import COMPLETE_TAIL, R, S, X, _tail, channel, ids, in_order, one, pair, server
+from tests.core.test_checks import R, S, X, channel, ids, in_order, one, pair, server
 
 G = GtidSet.parse
 T0 = dt.datetime(2026, 11, 23, 2, 0, 0, tzinfo=dt.timezone.utc)
