@@ -444,7 +444,16 @@ class _Pair:
         held, _ = self.read_order
         return {True: "replica_first", False: "source_first_or_same", None: "unknown"}[held]
 
+    def read_evidence(self) -> dict:
+        """Both read instants and whether the planned order held: in every pair finding."""
+        return {
+            "replica_read_at": _iso(self.replica_read_at),
+            "source_read_at": _iso(self.source.read_at) if self.source is not None else None,
+            "read_order": self.order_label(),
+        }
+
     def finding(self, check_id: str, title: str, detail: str, **kw) -> Finding:
+        kw["evidence"] = {**self.read_evidence(), **dict(kw.get("evidence") or {})}
         return _finding(check_id, self.replica_name, title, detail, source=self.source_name,
                         channel=self.channel_name, **kw)
 
@@ -468,9 +477,7 @@ class _Pair:
             "replica_gtid_executed": _text(self.executed),
             "replica_retrieved_gtid_set": _text(self.retrieved),
             "replica_version": str(self.replica.version) if self.replica.version else None,
-            "replica_read_at": _iso(self.replica_read_at),
-            "source_read_at": _iso(self.source.read_at) if self.source is not None else None,
-            "read_order": self.order_label(),
+            **self.read_evidence(),
         }
         if self.source is not None:
             ev.update(

@@ -244,6 +244,20 @@ def test_order_dependent_positives_are_unconfirmed_unless_the_replica_was_read_f
         assert one(findings, "errant_transactions").evidence["source_read_at"] == source_at.isoformat()
 
 
+def test_every_pair_finding_records_both_read_instants():
+    """Config, thread and relay-tail findings too (not only the set comparisons) carry both instants."""
+    rep = dataclasses.replace(server("rep", R, executed=f"{S}:1-5", relay_log_recovery="OFF",
+                                     relay_log_info_repository="FILE"), read_at=at(0))
+    src = dataclasses.replace(server("src", S, executed=f"{S}:1-5"), read_at=at(1))
+    ch = channel(f"{S}:1-5", f"{S}:1-5", auto="0", sql="No", io_errno="2003", io_error="cannot connect")
+    findings = run_pair_checks(rep, ch, src, None, FleetContext())
+    assert {"config_auto_position_off", "config_relay_log_recovery_off", "replication_receiver_error",
+            "replication_stopped"} <= set(ids(findings))
+    for f in findings:
+        assert (f.evidence["replica_read_at"], f.evidence["source_read_at"], f.evidence["read_order"]) == (
+            at(0).isoformat(), at(1).isoformat(), "replica_first")
+
+
 def test_server_snapshot_reads_read_at():
     """read_at (the collector's column, datetime or ISO text) is parsed; absent stays None."""
     s = server("x", S, read_at="2026-11-23T02:00:00.250000+00:00")
