@@ -421,12 +421,20 @@ class _Pair:
             return None
 
     @property
+    def source_read_started_at(self) -> _dt.datetime | None:
+        """When the source's read began: ``read_started_at``, else its ``read_at`` (end instant)."""
+        if self.source is None:
+            return None
+        return self.source.read_started_at or self.source.read_at
+
+    @property
     def read_order(self) -> tuple[bool | None, str]:
-        """(held, why): held True when the replica's last read came strictly before the source's
-        read, False when it came at or after it, None when an instant is unknown or the two cannot
-        be compared."""
+        """(held, why): held True when the replica's last read returned strictly before the source's
+        read began, False when it did not, None when an instant is unknown or the two cannot be
+        compared. Without the source's ``read_started_at`` its end instant stands in (a window as
+        long as its one SELECT; the evidence says so)."""
         rep = self.replica_read_at
-        src = self.source.read_at if self.source is not None else None
+        src = self.source_read_started_at
         if rep is None or src is None:
             which = " and ".join(n for n, at in (("replica", rep), ("source", src)) if at is None)
             return None, f"the read instant of the {which} is unknown"
@@ -449,6 +457,7 @@ class _Pair:
         return {
             "replica_read_at": _iso(self.replica_read_at),
             "source_read_at": _iso(self.source.read_at) if self.source is not None else None,
+            "source_read_started_at": _iso(self.source.read_started_at) if self.source is not None else None,
             "read_order": self.order_label(),
         }
 

@@ -294,9 +294,12 @@ class ServerSnapshot:
     """What one server said about itself: identity, GTID sets, settings, binary logs.
 
     ``name`` is the server's name in the audit inventory (None when built without one).
-    ``read_at`` is the instant the collector read the GTID variables (gtid_executed, gtid_purged)
-    -- not a server variable: the collector's own ``read_at`` column. None = unknown. The pair
-    checks compare it with the source's to know whether the replica was read first.
+    ``read_at`` is the instant the collector's read of the GTID variables (gtid_executed,
+    gtid_purged) returned, ``read_started_at`` the instant that statement was sent -- not server
+    variables: the collector's own columns. None = unknown. The pair checks need the replica's
+    read to have returned before the source's started (``replica.read_at < source.read_started_at``);
+    without ``read_started_at`` they compare the two ``read_at`` (end) instants, which leaves a
+    window as long as the source's one SELECT.
 
     ``master_info_repository`` (5.6.2 - 8.2; gone in 8.3+, where None is its truthful value) and
     ``replica_parallel_type`` (``slave_parallel_type`` 5.7.2+, ``replica_parallel_type`` 8.0.26+,
@@ -327,6 +330,7 @@ class ServerSnapshot:
     super_read_only: bool | None = None
     binary_logs: tuple[BinaryLog, ...] | None = None
     read_at: _dt.datetime | None = None
+    read_started_at: _dt.datetime | None = None
 
     @classmethod
     def from_rows(
@@ -339,8 +343,8 @@ class ServerSnapshot:
         """Build from global variables (name -> value, e.g. ``@@GLOBAL.gtid_executed`` or
         ``gtid_executed``) and optionally the binary log rows (oldest first, as SHOW BINARY LOGS
         lists them). ``binary_logs=None`` means "not read" (unknown), ``[]`` means "none".
-        A ``read_at`` entry (the collector's column: when these variables were read; a datetime
-        or ISO text) fills :attr:`read_at`."""
+        ``read_at`` and ``read_started_at`` entries (the collector's columns: when the read of
+        these variables returned / was sent; datetime or ISO text) fill those fields."""
         v = _Row(variables, "global variables")
         uuid = v.text("server_uuid")
         if uuid is not None:
@@ -386,6 +390,7 @@ class ServerSnapshot:
             super_read_only=v.bool("super_read_only"),
             binary_logs=logs,
             read_at=v.timestamp("read_at"),
+            read_started_at=v.timestamp("read_started_at"),
         )
 
     @property

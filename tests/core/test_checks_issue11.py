@@ -258,8 +258,21 @@ def test_every_pair_finding_records_both_read_instants():
             at(0).isoformat(), at(1).isoformat(), "replica_first")
 
 
+@pytest.mark.parametrize("started, held", [(at(0.5), False), (at(2), True)], ids=["overlapping", "after"])
+def test_source_read_start_instant_decides_when_known(started, held):
+    """The replica's read must return before the source's read began: with read_started_at known it is used
+    (replica returned at 1 s, source returned at 3 s but began at 0.5 s: the reads overlapped)."""
+    src = dataclasses.replace(server("src", S, executed=f"{S}:1-100"), read_at=at(3), read_started_at=started)
+    rep = dataclasses.replace(server("rep", R, executed=f"{S}:1-103"), read_at=at(1))
+    f = one(run_pair_checks(rep, channel(f"{S}:90-103", f"{S}:1-103"), src, None, FleetContext()),
+            "errant_transactions")
+    assert (f.severity is Severity.CRITICAL) is held
+    assert f.evidence["source_read_started_at"] == started.isoformat()
+
+
 def test_server_snapshot_reads_read_at():
     """read_at (the collector's column, datetime or ISO text) is parsed; absent stays None."""
-    s = server("x", S, read_at="2026-11-23T02:00:00.250000+00:00")
+    s = server("x", S, read_at="2026-11-23T02:00:00.250000+00:00", read_started_at="2026-11-23T02:00:00.240000+00:00")
     assert s.read_at == dt.datetime(2026, 11, 23, 2, 0, 0, 250000, tzinfo=dt.timezone.utc)
-    assert server("x", S).read_at is None
+    assert s.read_started_at == dt.datetime(2026, 11, 23, 2, 0, 0, 240000, tzinfo=dt.timezone.utc)
+    assert (server("x", S).read_at, server("x", S).read_started_at) == (None, None)
