@@ -5,15 +5,22 @@ Two entry points, called by the audit job once per server and once per replicati
     run_server_checks(server, previous) -> list[Finding]
     run_pair_checks(replica, channel, source, relay_tail, fleet) -> list[Finding]
 
-**Read order and what it means for soundness.** The collector reads a replica BEFORE its source.
-Between the two reads the source can only have gained transactions (its gtid_executed grows), and
-its gtid_purged can only have grown. So a set computed as "replica minus source" (errant
-transactions, ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER) can only be *smaller* than the truth: a
+**Read order and what it means for soundness.** The collector plans to read a replica BEFORE its
+source. Between the two reads the source can only have gained transactions (its gtid_executed
+grows), and its gtid_purged can only have grown. So a set computed as "replica minus source"
+(errant transactions, ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER) can only be *smaller* than the truth: a
 positive is trustworthy, and a transaction committed on the replica between the reads can be
-missed until the next run. A set computed as "source's purged minus replica" can be *larger*
-than the truth if the source purged, between the two reads, binary logs holding transactions
-the replica received after it was read; that needs a replica lagging by the source's whole
-binary-log retention, itself a real problem, and each such check says so.
+missed until the next run. When the order did NOT hold -- the replica was read after its source
+(a cycle, a retried or slow probe), or either instant is unknown -- the replica may legitimately
+hold transactions the source executed after its own, earlier read, and "replica minus source"
+can be a false positive. Every pair finding therefore records both read instants
+(``replica_read_at``, ``source_read_at``, ``read_order``), and the two positives that rest on the
+order (``errant_transactions``, ``replica_has_more_gtids``) are downgraded to an *unconfirmed
+warning* saying why, never a silent critical. A set computed as "source's purged minus replica"
+goes the other way: it can be *larger* than the truth with the planned order (the source purged,
+between the two reads, logs holding transactions the replica received after it was read), which
+needs a replica lagging by the source's whole binary-log retention, itself a real problem, and
+each such check says so; a replica read after its source only makes those checks more sound.
 
 ``CHECKS`` is the registry (``gtid-audit explain CHECK_ID``). Every check function's docstring
 says what it proves, what it cannot see, and the server behaviour it mirrors; docs/checks.md is
@@ -21,6 +28,7 @@ the long form.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -33,8 +41,8 @@ from gtid_core.reconnect import (
     ER_MASTER_HAS_PURGED_REQUIRED_GTIDS,
     ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER,
     ReconnectKind,
-    announced_gtid_set,
-    simulate_auto_position_reconnect,
+    ReconnectOutcome,
+    reconnect_outcome,
 )
 from gtid_core.relay_log import ParserState, RelayLogEvent, gtid_of_event, parse_relay_log
 from gtid_core.snapshots import ChannelSnapshot, Gtid, ServerSnapshot
@@ -43,6 +51,7 @@ __all__ = [
     "CHECKS",
     "CheckInfo",
     "FleetContext",
+    "pair_reconnect_outcome",
     "run_pair_checks",
     "run_server_checks",
 ]
@@ -59,7 +68,8 @@ class CheckInfo:
     check_id: str
     version: int
     default_severity: Severity
-    scope: str  # "server" (one server, maybe against its previous snapshot) or "pair" (a channel)
+    scope: str  # "server" (one server, maybe against its previous snapshot), "pair" (a channel), or
+    #             "job" (made by the audit job itself: collection, parsing, source resolution)
     title: str
     meaning: str
     server_error: str | None
@@ -80,27 +90,34 @@ _REPROVISION = (
 CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
     _info("replica_has_more_gtids", Severity.CRITICAL, "pair",
           "Source would refuse this replica: replica has GTIDs the source lacks",
-          "On the next AUTO_POSITION connect the source's dump thread compares the replica's set "
-          "(Retrieved_Gtid_Set ∪ gtid_executed) with its own gtid_executed: the whole set on 5.6, only "
-          "the source's own server_uuid from 5.7 on. This replica fails that comparison.",
+          "On the next AUTO_POSITION connect the source's dump thread compares the GTIDs of its own "
+          "server_uuid (every tag) in the replica's set (Retrieved_Gtid_Set ∪ gtid_executed) with its own "
+          "gtid_executed (is_subset_for_sid; sources 5.6.23+ and 5.7.6+ -- older ones make no such check). "
+          "This replica fails that comparison. Unconfirmed (warning) when the replica was not read before "
+          "its source.",
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (1885), reported by the replica as fatal error 1236 / 13114",
           "Find out why the replica has those transactions (source binary log lost after a crash with "
           "sync_binlog != 1, writes on the replica). Replicate what the source lost back to it, or commit "
           "empty transactions with those GTIDs on the source (SQL in the finding).",
-          version=2),  # v2: every tag of the source's uuid counts (9.7 verified)
+          version=3),  # v2: every tag of the source's uuid counts (9.7 verified); v3: per-release-line rule
+                       # from the server source (no check before 5.6.23 / 5.7.6), read order
     _info("source_purged_required_gtids", Severity.CRITICAL, "pair",
           "Source would refuse this replica: it purged transactions the replica lacks",
           "The source's gtid_purged (transactions no longer in its binary logs) is not a subset of the "
-          "replica's set, or no binary log's Previous_gtids is: on reconnect the source cannot send them.",
+          "replica's set (checked on connect by 5.6.22+ and 5.7.6+), or no binary log's Previous_gtids is "
+          "(find_first_log_not_in_gtid_set, every version): on reconnect the source cannot send them.",
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (1789), reported as fatal error 1236 / 13114 "
           "'... the source purged required binary logs'",
-          _REPROVISION),
+          _REPROVISION, version=2),  # v2: one reconnect outcome; a pre-5.6.22 source refused by the scan
     _info("silent_purged_gap", Severity.CRITICAL, "pair",
           "Replica silently lacks transactions the source purged (source older than 5.6.22)",
-          "The source is older than 5.6.22 and does not check gtid_purged on connect. It streams from its "
-          "first binary log (empty Previous_gtids after SET GLOBAL gtid_purged) and the replica never "
-          "receives the purged transactions it lacks. Replication looks healthy.",
-          None, _REPROVISION + " Upgrade the source to 5.6.22 or later."),
+          "The source is older than 5.6.22 and does not check gtid_purged on connect, AND its binary-log "
+          "scan finds a file to stream from (after SET GLOBAL gtid_purged the first binary log's "
+          "Previous_gtids is empty, a subset of anything): the replica never receives the purged "
+          "transactions it lacks. Replication looks healthy. (After an ordinary PURGE BINARY LOGS the "
+          "scan refuses instead: source_purged_required_gtids.)",
+          None, _REPROVISION + " Upgrade the source to 5.6.22 or later.",
+          version=2),  # v2: decided by the binary-log scan, not by gtid_purged and the version alone
     _info("replica_near_purge_horizon", Severity.WARNING, "pair",
           "Replica is one binary-log purge away from being refused",
           "On reconnect the source would stream to this replica from its oldest binary log still present: "
@@ -116,23 +133,28 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
     _info("errant_transactions", Severity.CRITICAL, "pair",
           "Errant transactions: replica has transactions its source never executed",
           "(replica gtid_executed ∪ Retrieved_Gtid_Set) minus the source's gtid_executed, excluding "
-          "GTIDs the replica assigns to anonymous transactions. On 5.7+ they do not stop replication "
-          "(only the source's uuid is compared) and stay silent until a failover makes this replica a "
-          "source, or makes another server its replica.",
-          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover (or now, on a 5.6 source)",
+          "GTIDs the replica assigns to anonymous transactions and GTIDs of its other channels. They do not "
+          "stop replication on any version (a source compares at most its own server_uuid) and stay silent "
+          "until a failover makes this replica a source, or makes another server its replica. Unconfirmed "
+          "(warning) when the replica was not read before its source.",
+          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover",
           "Check what the transactions changed. If they are harmless or wanted everywhere, commit empty "
           "transactions with these GTIDs on the source and on every other replica (SQL in the finding); "
-          "if they must not exist, reprovision the replica."),
+          "if they must not exist, reprovision the replica.",
+          version=2),  # v2: unconfirmed (warning) when the replica was not read before its source
     _info("incomplete_relay_log_tail", Severity.WARNING, "pair",
           "Relay log ends inside a transaction",
-          "The transaction boundary parser over the newest relay log ends in GTID, DDL or DML: the "
-          "receiver stopped in the middle of a transaction. Before 5.6.15 the dangling GTID is already in "
+          "The transaction boundary parser over the last transaction of the newest relay log (read "
+          "completely to its end) ends in GTID, DDL or DML while the receiver is stopped: it stopped in "
+          "the middle of a transaction. Before 5.6.15 the dangling GTID is already in "
           "Retrieved_Gtid_Set and is never fetched again (silent loss); 5.6.15-5.7.5 re-fetch it through "
-          "a workaround that Bug #72392 breaks; from 5.7.6 the GTID is not retrieved until complete.",
+          "a workaround that Bug #72392 breaks; from 5.7.6 the GTID is not retrieved until complete. "
+          "A running receiver, or a tail not known to reach the end of the newest relay log, gives nothing.",
           None,
           "Before 5.7.6: make sure the dangling GTID is fetched again (remove it from the relay logs by "
           "RESET REPLICA after the applier caught up, then START REPLICA). From 5.7.6: restart the "
-          "receiver (START REPLICA IO_THREAD); the partial group is fetched again."),
+          "receiver (START REPLICA IO_THREAD); the partial group is fetched again.",
+          version=2),  # v2: needs the newest relay log's complete tail and a stopped receiver
     _info("replica_gtid_history_lost", Severity.WARNING, "pair",
           "Replica's gtid_executed lost transactions it received and applied",
           "Retrieved_Gtid_Set is not contained in gtid_executed although the applier has applied "
@@ -151,12 +173,19 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           None,
           "If the source still has them in its binary logs, STOP REPLICA; START REPLICA with "
           "AUTO_POSITION fetches them. Otherwise reprovision."),
-    _info("replication_error", Severity.CRITICAL, "pair",
-          "Replication thread failed with an error",
-          "The receiver (IO) or applier (SQL) thread reports an error (Last_IO_Errno / Last_SQL_Errno).",
+    _info("replication_receiver_error", Severity.CRITICAL, "pair",
+          "Replication receiver (IO) thread failed with an error",
+          "The receiver (IO) thread reports an error (Last_IO_Errno / Last_IO_Error, or "
+          "performance_schema.replication_connection_status LAST_ERROR_NUMBER).",
           "whatever the thread reports (e.g. 1236 / 13114 'source purged required binary logs')",
           "Read the error; for 'purged required binary logs' reprovision; for 'more GTIDs than the source' "
           "see replica_has_more_gtids."),
+    _info("replication_applier_error", Severity.CRITICAL, "pair",
+          "Replication applier (SQL) thread failed with an error",
+          "The applier (SQL) thread reports an error (Last_SQL_Errno / Last_SQL_Error).",
+          "whatever the thread reports (e.g. 1007 'database exists', 1062 'duplicate entry')",
+          "Read the error and the transaction it names; fix the data or skip the transaction with an empty "
+          "transaction of its GTID only after checking what it changed."),
     _info("replication_stopped", Severity.WARNING, "pair",
           "Replication thread stopped without an error",
           "Replica_IO_Running or Replica_SQL_Running is No and no error is recorded: someone stopped it.",
@@ -172,9 +201,12 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "gtid_purged gained GTIDs this server never executed",
           "gtid_purged now holds GTIDs that were not in gtid_executed at the previous run, and normal "
           "purging cannot explain them (binary logs of the previous run still exist, or the binary-log "
-          "numbering went back): SET GLOBAL gtid_purged after a RESET / restore.",
+          "numbering went back): SET GLOBAL gtid_purged after a RESET / restore. With log_bin ON and "
+          "log_replica_updates OFF or unknown only the server's own server_uuid is judged (applied "
+          "transactions go straight into gtid_purged there).",
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS on replicas lacking them (silent before 5.6.22)",
-          "Make sure every replica of this server has the jumped set (see source_purged_required_gtids)."),
+          "Make sure every replica of this server has the jumped set (see source_purged_required_gtids).",
+          version=2),  # v2: with log_bin ON and log_replica_updates OFF (or unknown) only the own uuid
     _info("source_uuid_went_back", Severity.CRITICAL, "server",
           "Server's own GTID numbers went back",
           "The highest gno of the server's own server_uuid (untagged, or of one of its tags) is lower than at "
@@ -218,6 +250,46 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "With several applier workers and commit order not preserved, the replica commits out of order: "
           "gtid_executed has gaps while it runs, and a crash or a STOP leaves holes.",
           None, "SET PERSIST replica_preserve_commit_order = ON (needs the applier stopped)."),
+    # The checks the audit job makes itself (scope "job"): copied verbatim from jobs/audit.py's
+    # JOB_CHECKS, so that this one registry is the catalogue.
+    _info("collection_failed", Severity.CRITICAL, "job", "Server could not be collected",
+          "Nothing could be read from this server in this run, so none of its checks ran: the "
+          "audit is blind there. The finding carries the error class of collection_errors "
+          "(unreachable, timeout, auth_failed, privilege_missing, gtid_mode_off, ...). Findings "
+          "about it from the previous run are carried over as open, never resolved.",
+          None,
+          "Look at collection_errors for the run (message, errno); fix reachability, grants "
+          "(REPLICATION CLIENT, REPLICATION SLAVE, SELECT on performance_schema.replication_*) "
+          "or the server, then wait for the next run."),
+    _info("collection_partial", Severity.WARNING, "job", "Server was only partly collected",
+          "Some statements failed on this server (see collection_errors); the checks that need "
+          "the missing data could not see everything.",
+          None,
+          "Read collection_errors for the run and fix the failing statement (often a missing grant)."),
+    _info("snapshot_invalid", Severity.CRITICAL, "job", "Server reported a value the audit cannot parse",
+          "A value read from the server (a GTID set, a version, a state) could not be parsed, so "
+          "the checks of this server or pair could not run. The detail quotes the value.",
+          "ER_MALFORMED_GTID_SET_SPECIFICATION (1772) if the server itself were given that text",
+          "Compare the quoted value with what the server prints now; report a parser bug if the "
+          "server accepts it."),
+    _info("source_unresolved", Severity.WARNING, "job", "Replica's source is not in the inventory",
+          "The channel's Source_Host:Source_Port matches no inventory server by name, alias or "
+          "address, and its Source_UUID belongs to no server of this run (or several servers "
+          "match): the pair checks of this channel could not run.",
+          None,
+          "Add the source to the inventory (or its address to a server's aliases), or fix the "
+          "channel (CHANGE REPLICATION SOURCE TO ...). If the source is gone, the UUID registry "
+          "named in the detail says which server last had its UUID."),
+    _info("source_uuid_mismatch", Severity.WARNING, "job", "Source address now leads to another server",
+          "The server now at the channel's Source_Host:Source_Port has a different server_uuid "
+          "than the channel's Source_UUID (from the last connection): the source was rebuilt, a "
+          "virtual IP moved, or a failover happened that this replica has not reconnected "
+          "through yet. The next reconnect goes to a different server than the one it "
+          "replicated from; the pair checks are computed against the server at the address.",
+          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER or ER_MASTER_HAS_PURGED_REQUIRED_GTIDS may follow "
+          "at the reconnect",
+          "Confirm the intended source; read this pair's other findings (errant transactions, "
+          "purged required GTIDs) before the replica reconnects."),
 ]})
 
 
@@ -291,9 +363,13 @@ def _finding(check_id: str, server: str, title: str, detail: str, *, severity: S
     )
 
 
+def _iso(at: _dt.datetime | None) -> str | None:
+    return at.isoformat() if at is not None else None
+
+
 @dataclass(frozen=True)
 class _Pair:
-    """Everything a pair check reads, resolved once."""
+    """Everything a pair check reads, resolved once -- the reconnect simulation included."""
 
     replica: ServerSnapshot
     channel: ChannelSnapshot
@@ -301,6 +377,8 @@ class _Pair:
     fleet: FleetContext
     replica_name: str
     source_name: str | None
+    tail: list[RelayLogEvent] | None = None
+    outcome: ReconnectOutcome | None = None   # None: no source, no AUTO_POSITION or replica set unknown
 
     @property
     def channel_name(self) -> str:
@@ -325,15 +403,90 @@ class _Pair:
             return None
         return self.executed | (self.retrieved or GtidSet.EMPTY)
 
+    # --- read order ------------------------------------------------------------------------
+
+    @property
+    def replica_read_at(self) -> _dt.datetime | None:
+        """When the replica's sets were last read: the later of its GTID-variable read and its
+        channel-status read (Retrieved_Gtid_Set, Executed_Gtid_Set); None if the variable read's
+        instant is unknown."""
+        a, b = self.replica.read_at, self.channel.read_at
+        if a is None:
+            return None
+        if b is None:
+            return a
+        try:
+            return max(a, b)
+        except TypeError:  # one naive, one aware: no order can be told
+            return None
+
+    @property
+    def source_read_started_at(self) -> _dt.datetime | None:
+        """When the source's read began: ``read_started_at``, else its ``read_at`` (end instant)."""
+        if self.source is None:
+            return None
+        return self.source.read_started_at or self.source.read_at
+
+    @property
+    def read_order(self) -> tuple[bool | None, str]:
+        """(held, why): held True when the replica's last read returned strictly before the source's
+        read began, False when it did not, None when an instant is unknown or the two cannot be
+        compared. Without the source's ``read_started_at`` its end instant stands in (a window as
+        long as its one SELECT; the evidence says so)."""
+        rep = self.replica_read_at
+        src = self.source_read_started_at
+        if rep is None or src is None:
+            which = " and ".join(n for n, at in (("replica", rep), ("source", src)) if at is None)
+            return None, f"the read instant of the {which} is unknown"
+        try:
+            before = rep < src
+        except TypeError:
+            return None, "the two read instants cannot be compared (one has a time zone, one has not)"
+        if before:
+            return True, f"the replica was read at {rep.isoformat()}, before its source ({src.isoformat()})"
+        return False, (f"the replica was read at {rep.isoformat()}, not before its source ({src.isoformat()}): "
+                       "the source may have executed, before the replica's read, transactions its own earlier "
+                       "read does not show")
+
+    def order_label(self) -> str:
+        held, _ = self.read_order
+        return {True: "replica_first", False: "source_first_or_same", None: "unknown"}[held]
+
+    def read_evidence(self) -> dict:
+        """Both read instants and whether the planned order held: in every pair finding."""
+        return {
+            "replica_read_at": _iso(self.replica_read_at),
+            "source_read_at": _iso(self.source.read_at) if self.source is not None else None,
+            "source_read_started_at": _iso(self.source.read_started_at) if self.source is not None else None,
+            "read_order": self.order_label(),
+        }
+
     def finding(self, check_id: str, title: str, detail: str, **kw) -> Finding:
+        kw["evidence"] = {**self.read_evidence(), **dict(kw.get("evidence") or {})}
         return _finding(check_id, self.replica_name, title, detail, source=self.source_name,
                         channel=self.channel_name, **kw)
+
+    def order_dependent_finding(self, check_id: str, title: str, detail: str, **kw) -> Finding:
+        """A positive whose soundness rests on "the replica was read before its source": at its
+        default severity when the order held; otherwise an unconfirmed warning saying why."""
+        held, why = self.read_order
+        if held:
+            return self.finding(check_id, title, detail, **kw)
+        severity = Severity.WARNING if CHECKS[check_id].default_severity.rank >= Severity.WARNING.rank \
+            else CHECKS[check_id].default_severity
+        evidence = dict(kw.pop("evidence", None) or {})
+        evidence["unconfirmed"] = why
+        return self.finding(
+            check_id, f"Unconfirmed: {title}",
+            detail + f" UNCONFIRMED: {why}; this finding holds only if it repeats with the replica read first.",
+            severity=severity, evidence=evidence, **kw)
 
     def base_evidence(self) -> dict:
         ev = {
             "replica_gtid_executed": _text(self.executed),
             "replica_retrieved_gtid_set": _text(self.retrieved),
             "replica_version": str(self.replica.version) if self.replica.version else None,
+            **self.read_evidence(),
         }
         if self.source is not None:
             ev.update(
@@ -342,6 +495,13 @@ class _Pair:
                 source_version=str(self.source.version) if self.source.version else None,
                 source_server_uuid=self.source.server_uuid,
             )
+        if self.outcome is not None:
+            ev.update(
+                replica_announced_gtid_set=_text(self.outcome.announced),
+                reconnect_outcome=str(self.outcome.kind),
+                reconnect_rule=self.outcome.rule,
+                source_version_assumed=self.outcome.version_assumed,
+            )
         return ev
 
 
@@ -349,7 +509,7 @@ class _Pair:
 # Pair checks
 # --------------------------------------------------------------------------------------------
 
-def _last_retrieved_gtid(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> Gtid | None:
+def _last_retrieved_gtid(channel: ChannelSnapshot, relay_tail: Sequence[RelayLogEvent] | None) -> Gtid | None:
     """The last GTID the receiver wrote: the last Gtid event of the relay log tail, else
     LAST_QUEUED_TRANSACTION."""
     if relay_tail:
@@ -360,117 +520,137 @@ def _last_retrieved_gtid(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None
                 break
             if gtid is not None:
                 return gtid
-    return pair.channel.last_queued_gtid
+    return channel.last_queued_gtid
 
 
-def check_replica_has_more_gtids(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+def pair_reconnect_outcome(replica: ServerSnapshot, channel: ChannelSnapshot, source: ServerSnapshot | None,
+                           relay_tail: Sequence[RelayLogEvent] | None) -> ReconnectOutcome | None:
+    """The one reconnect simulation of a pair (:func:`gtid_core.reconnect.reconnect_outcome`), or
+    None when it does not apply: no source, a channel without AUTO_POSITION (the source's GTID
+    checks do not run), or the replica's gtid_executed unknown."""
+    if source is None or channel.auto_position is False:
+        return None
+    executed = replica.gtid_executed
+    if channel.executed_gtid_set is not None:
+        executed = channel.executed_gtid_set if executed is None else executed | channel.executed_gtid_set
+    if executed is None:
+        return None
+    return reconnect_outcome(source, gtid_executed=executed, retrieved_gtid_set=channel.retrieved_gtid_set,
+                             replica_version=replica.version,
+                             last_retrieved_gtid=_last_retrieved_gtid(channel, relay_tail))
+
+
+def check_replica_has_more_gtids(pair: _Pair) -> list[Finding]:
     """replica_has_more_gtids: the source would refuse this replica with
     ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER on its next AUTO_POSITION connect.
 
-    Mirrors ``Binlog_sender::check_start_file`` (5.7+: only the GTIDs of the source's own
+    Derived from the pair's one reconnect outcome (``pair.outcome``, step 1 of
+    :func:`gtid_core.reconnect.simulate_auto_position_reconnect`): the GTIDs of the source's own
     server_uuid -- every tag of it on 8.3+, as a real 9.7.4 source refuses an unknown
-    ``source_uuid:tag:N`` -- are compared with the source's gtid_executed) and 5.6's ``com_binlog_dump_gtid``
-    (the replica's whole set must be a subset), on the set the replica would announce
-    (:func:`announced_gtid_set`, including the 5.6.15-5.7.5 last-retrieved-GTID rule).
+    ``source_uuid:tag:N`` -- in the set the replica would announce (:func:`announced_gtid_set`,
+    including the 5.6.15-5.7.5 last-retrieved-GTID rule), against the source's gtid_executed.
+    Per release line (server source cited in gtid_core/versions.py and docs/checks.md): 5.6.23+
+    ``mysql_binlog_send`` (sql/rpl_master.cc, ``is_subset_for_sid`` against gtid_executed) and
+    5.7.6+ ``Binlog_sender::check_start_file`` (sql/rpl_binlog_sender.cc, against gtid_executed ∪
+    gtid_owned). Sources before 5.6.23 (and 5.7.0-5.7.5) make no such check: nothing is reported
+    here (errant_transactions still reports the extra GTIDs). No release line compares the whole set.
 
-    Sound: the replica is read before its source, whose gtid_executed can only have grown, so the
-    offending set computed here is at most the true one; a positive is trustworthy. Blind spots:
-    the source's gtid_owned (in-flight transactions it would also count) is not read; a channel
-    without AUTO_POSITION does not run this check on the server and is skipped here.
+    Sound when the replica was read before its source, whose gtid_executed can only have grown:
+    the offending set computed here is then at most the true one. When that order did not hold
+    (or is unknown) the source may have executed those GTIDs between its read and the replica's,
+    so the positive is an unconfirmed warning. Blind spots: the source's gtid_owned (in-flight
+    transactions it would also count, 5.7.6+) is not read; a channel without AUTO_POSITION does
+    not run this check on the server and is skipped here.
     """
-    if pair.source is None or pair.channel.auto_position is False or pair.replica_set is None:
-        return []
-    announced = announced_gtid_set(pair.executed, pair.retrieved or GtidSet.EMPTY,
-                                   replica_version=pair.replica.version,
-                                   last_retrieved_gtid=_last_retrieved_gtid(pair, relay_tail))
-    outcome = simulate_auto_position_reconnect(pair.source, announced)
-    if outcome.kind is not ReconnectKind.REPLICA_HAS_MORE_GTIDS:
+    outcome = pair.outcome
+    if outcome is None or outcome.kind is not ReconnectKind.REPLICA_HAS_MORE_GTIDS:
         return []
     offending = outcome.offending
     detail = (
         f"On its next connect with AUTO_POSITION, source {pair.source_name} will refuse replica "
         f"{pair.replica_name} with {ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER}: the replica has "
-        f"{offending.count()} transaction(s) the source does not ({_short(offending)}). Rule applied: "
-        f"{outcome.rule}. This usually means the source lost the end of its binary log (crash with "
-        f"sync_binlog != 1) or the replica was written to directly."
+        f"{offending.count()} transaction(s) of the source's own server_uuid that the source does not "
+        f"({_short(offending)}). Rule applied: {outcome.rule}. This usually means the source lost the end of "
+        f"its binary log (crash with sync_binlog != 1) or the replica was written to directly."
     )
-    ev = pair.base_evidence()
-    ev["replica_announced_gtid_set"] = _text(announced)
-    return [pair.finding(
+    return [pair.order_dependent_finding(
         "replica_has_more_gtids", f"{pair.source_name} would refuse {pair.replica_name}: replica has more GTIDs",
-        detail, gtid_set=offending, evidence=ev,
+        detail, gtid_set=offending, evidence=pair.base_evidence(),
         remediation=CHECKS["replica_has_more_gtids"].remediation + "\n" + empty_transaction_sql(offending),
     )]
 
 
-def check_source_purged_required_gtids(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+def check_source_purged_required_gtids(pair: _Pair) -> list[Finding]:
     """source_purged_required_gtids / silent_purged_gap: the replica lacks transactions the source
     no longer has in its binary logs.
 
-    Mirrors the 5.6.22+ check in ``Binlog_sender::check_start_file`` (gtid_purged must be a subset
-    of the announced set -> ER_MASTER_HAS_PURGED_REQUIRED_GTIDS) and, when it passes, the scan of
-    ``find_first_log_not_in_gtid_set`` (no binary log whose Previous_gtids is a subset -> the
-    same error). A source older than 5.6.22 does not check: its first binary log after
-    ``SET GLOBAL gtid_purged`` has an empty Previous_gtids, so it streams and the replica silently
-    never receives the purged GTIDs it lacks: ``silent_purged_gap``.
+    Derived from the pair's one reconnect outcome, steps 2 and 3 (``outcome.purge_verdict``,
+    evaluated whatever step 1 says: the server stops at the first refusal, the audit reports
+    both problems):
 
-    Evaluated independently of replica_has_more_gtids (the server stops at the first refusal; the
-    audit reports both problems). Sound: purged GTIDs are in no binary log of the source, so a
-    replica lacking them can never get them from it. Blind spot: the source is read after the
-    replica; if it purged, between the two reads, logs holding transactions the replica received
-    in between, the finding is a false positive -- possible only for a replica lagging by the
-    source's whole binary-log retention.
+    * SOURCE_PURGED_REQUIRED -> source_purged_required_gtids: the 5.6.22+ / 5.7.6+ check
+      (gtid_purged must be a subset of the announced set), or, on every version, the scan of
+      ``find_first_log_not_in_gtid_set`` found no binary log whose Previous_gtids is a subset.
+      The second is what refuses a replica behind an ordinary PURGE BINARY LOGS on a 5.6.21
+      source: the oldest remaining file's Previous_gtids holds the purged GTIDs.
+    * STREAMS_SKIPPING_PURGED -> silent_purged_gap: a source before 5.6.22 (or 5.7.0-5.7.5) whose
+      scan DOES find a file to stream from although the replica lacks purged GTIDs -- after
+      ``SET GLOBAL gtid_purged`` the first binary log's Previous_gtids is empty. The replica
+      silently never receives them. With the binary-log list or a Previous_gtids unknown the
+      outcome is UNDETERMINED and nothing is reported: refusal and silence cannot be told apart.
+
+    Sound: purged GTIDs are in no binary log of the source, so a replica lacking them can never
+    get them from it. Blind spot: with the planned order (replica read first), if the source
+    purged, between the two reads, logs holding transactions the replica received in between,
+    the finding is a false positive -- possible only for a replica lagging by the source's whole
+    binary-log retention. A replica read after its source only makes the finding more certain.
     """
-    if pair.source is None or pair.channel.auto_position is False or pair.replica_set is None:
+    outcome = pair.outcome
+    if outcome is None:
         return []
+    verdict = outcome.purge_verdict
     source = pair.source
-    announced = announced_gtid_set(pair.executed, pair.retrieved or GtidSet.EMPTY,
-                                   replica_version=pair.replica.version,
-                                   last_retrieved_gtid=_last_retrieved_gtid(pair, relay_tail))
     ev = pair.base_evidence()
-    ev["replica_announced_gtid_set"] = _text(announced)
-    purged = source.gtid_purged
-    missing = purged - announced if purged is not None else None
-    checks_purged = source.version is None or source.version.checks_purged_on_connect
-    if missing:
-        if checks_purged:
+    missing = outcome.missing if outcome.missing else None
+    if verdict is ReconnectKind.SOURCE_PURGED_REQUIRED:
+        if missing is not None and source.gtid_purged is not None and missing.is_subset(source.gtid_purged) \
+                and (source.version is None or source.version.checks_purged_on_connect):
             detail = (
                 f"Source {pair.source_name} has purged {missing.count()} transaction(s) that replica "
                 f"{pair.replica_name} does not have ({_short(missing)}). On its next connect the source will "
                 f"refuse it with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS} (fatal error 1236 'purged required "
                 f"binary logs'). The replica cannot catch up from this source."
             )
-            return [pair.finding("source_purged_required_gtids",
-                                 f"{pair.source_name} purged transactions {pair.replica_name} lacks",
-                                 detail, gtid_set=missing, evidence=ev)]
+            title = f"{pair.source_name} purged transactions {pair.replica_name} lacks"
+        else:
+            detail = (
+                f"No binary log of source {pair.source_name} starts at a point replica {pair.replica_name} has "
+                f"reached (no Previous_gtids is a subset of the replica's set"
+                + (f"; the replica lacks {missing.count()} GTID(s) of the oldest one's: {_short(missing)}"
+                   if missing is not None else "")
+                + f"). On its next connect the source will refuse it with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}."
+            )
+            title = f"{pair.source_name} has no binary log to serve {pair.replica_name}"
+        return [pair.finding("source_purged_required_gtids", title, detail, gtid_set=missing, evidence=ev)]
+    if verdict is ReconnectKind.STREAMS_SKIPPING_PURGED and missing is not None:
         detail = (
             f"Source {pair.source_name} runs MySQL {source.version}, older than 5.6.22, which does not check "
-            f"gtid_purged when a replica connects. Replica {pair.replica_name} lacks {missing.count()} "
-            f"transaction(s) the source purged or was told it has (SET GLOBAL gtid_purged: {_short(missing)}). "
-            f"The source streams what it has and the replica silently never receives them: replication looks "
-            f"healthy but the replica is missing data."
+            f"gtid_purged when a replica connects, and its binary-log scan would stream from {outcome.start_file}. "
+            f"Replica {pair.replica_name} lacks {missing.count()} transaction(s) the source purged or was told it "
+            f"has (SET GLOBAL gtid_purged: {_short(missing)}). The source streams what it has and the replica "
+            f"silently never receives them: replication looks healthy but the replica is missing data."
         )
+        ev["start_file"] = outcome.start_file
         return [pair.finding("silent_purged_gap", f"{pair.replica_name} silently lacks transactions "
                              f"{pair.source_name} purged", detail, gtid_set=missing, evidence=ev)]
-    outcome = simulate_auto_position_reconnect(source, announced)
-    if outcome.kind is ReconnectKind.SOURCE_PURGED_REQUIRED:
-        gap = outcome.missing if outcome.missing else None
-        detail = (
-            f"No binary log of source {pair.source_name} starts at a point replica {pair.replica_name} has "
-            f"reached (no Previous_gtids is a subset of the replica's set). On its next connect the source "
-            f"will refuse it with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}."
-        )
-        return [pair.finding("source_purged_required_gtids",
-                             f"{pair.source_name} has no binary log to serve {pair.replica_name}",
-                             detail, gtid_set=gap, evidence=ev)]
     return []
 
 
-def check_replica_near_purge_horizon(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+def check_replica_near_purge_horizon(pair: _Pair) -> list[Finding]:
     """replica_near_purge_horizon: the source would serve this replica from its oldest binary log,
     which holds transactions the replica still lacks; one more purge and the source refuses it.
 
-    Mirrors the source's reconnect (:func:`simulate_auto_position_reconnect`: the checks of
+    Derived from the pair's one reconnect outcome (:func:`simulate_auto_position_reconnect`: the checks of
     ``Binlog_sender::check_start_file``, then ``MYSQL_BIN_LOG::find_first_log_not_in_gtid_set``,
     which scans the binary logs newest to oldest and starts at the first whose Previous_gtids is a
     subset of the announced set). When that start file is the oldest one listed, no binary log
@@ -508,16 +688,13 @@ def check_replica_near_purge_horizon(pair: _Pair, relay_tail: Sequence[RelayLogE
     reported too: a lag of the whole retention is a risk, whether or not the source keeps an
     open file from being purged while its dump thread reads it.
     """
-    source = pair.source
-    if source is None or pair.channel.auto_position is False or pair.replica_set is None:
+    source, outcome = pair.source, pair.outcome
+    if outcome is None:
         return []
     logs = source.binary_logs
     if source.gtid_executed is None or not logs:
         return []
-    announced = announced_gtid_set(pair.executed, pair.retrieved or GtidSet.EMPTY,
-                                   replica_version=pair.replica.version,
-                                   last_retrieved_gtid=_last_retrieved_gtid(pair, relay_tail))
-    outcome = simulate_auto_position_reconnect(source, announced)
+    announced = outcome.announced
     if outcome.kind is not ReconnectKind.STREAMS or outcome.start_file is None:
         return []
     names = [log.log_name for log in logs]
@@ -553,7 +730,6 @@ def check_replica_near_purge_horizon(pair: _Pair, relay_tail: Sequence[RelayLogE
     )
     ev = pair.base_evidence()
     ev.update(
-        replica_announced_gtid_set=_text(announced),
         start_file=oldest.log_name,
         start_file_previous_gtids=_text(oldest.previous_gtids),
         next_binary_log=following.log_name if following is not None else None,
@@ -562,8 +738,6 @@ def check_replica_near_purge_horizon(pair: _Pair, relay_tail: Sequence[RelayLogE
         binary_log_margin=margin,
         replica_needs_gtid_set=_text(needed),
         receiver_running=pair.channel.receiver_running,
-        reconnect_rule=outcome.rule,
-        source_version_assumed=outcome.version_assumed,
     )
     return [pair.finding("replica_near_purge_horizon",
                          f"{pair.replica_name} is one purge of {oldest.log_name} away from being refused by "
@@ -589,8 +763,11 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     = LOCAL: the replica's own uuid; = UUID: the configured one) and GTIDs it gets through its other
     channels (``FleetContext.other_channels_gtids``) are not errant.
 
-    Sound: the source is read after the replica and its gtid_executed only grows, so every GTID
-    reported was missing on the source at a moment when the replica already had it. Blind spots:
+    Sound when the replica was read before its source: the source's gtid_executed only grows, so
+    every GTID reported was missing on the source at a moment when the replica already had it.
+    When that order did not hold or is unknown (``pair.read_order``), a GTID the source executed
+    between its read and the replica's later read looks errant: the finding is then an unconfirmed
+    warning naming the reason. Blind spots:
     with ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS = LOCAL, local writes on the replica share its uuid
     with the assigned GTIDs and are not reported; a write on the replica between the two reads is
     seen at the next run; a source that ran RESET MASTER looks as if the replica were errant (see
@@ -615,13 +792,10 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
             owner = pair.replica_name
         part = errant.for_uuid(uuid)
         attribution.append(f"{uuid} ({owner or 'not in the fleet registry'}): {part.count()} GTID(s) {_short(part, 120)}")
-    on_56_rule = pair.source.version is not None and not pair.source.version.slave_has_more_checks_own_uuid_only
     consequence = (
-        "The source's version compares the replica's whole set, so it refuses this replica on reconnect."
-        if on_56_rule else
-        "Replication keeps running (the source compares only its own server_uuid), so nothing fails until a "
-        "failover promotes this replica or makes another server replicate from it; then these transactions "
-        "are refused or replicated where they should not be."
+        "Replication keeps running (a source compares at most its own server_uuid on connect, and sources before "
+        "5.6.23 / 5.7.6 compare nothing), so nothing fails until a failover promotes this replica or makes another "
+        "server replicate from it; then these transactions are refused or replicated where they should not be."
     )
     detail = (
         f"Replica {pair.replica_name} has {errant.count()} transaction(s) that its source {pair.source_name} "
@@ -636,8 +810,9 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
         CHECKS["errant_transactions"].remediation
         + f"\nRun on {targets} (not on {pair.replica_name}):\n" + empty_transaction_sql(errant)
     )
-    return [pair.finding("errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
-                         detail, gtid_set=errant, evidence=ev, remediation=remediation)]
+    return [pair.order_dependent_finding(
+        "errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
+        detail, gtid_set=errant, evidence=ev, remediation=remediation)]
 
 
 def _synchronised(tail: Sequence[RelayLogEvent]) -> list[RelayLogEvent]:
@@ -651,31 +826,54 @@ def _synchronised(tail: Sequence[RelayLogEvent]) -> list[RelayLogEvent]:
     return []
 
 
-def check_incomplete_relay_log_tail(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
-    """incomplete_relay_log_tail: the newest relay log ends inside a transaction.
+def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
+    """incomplete_relay_log_tail: the newest relay log ends inside a transaction while the
+    receiver is stopped.
 
-    Runs the server's Transaction_boundary_parser (:func:`parse_relay_log`) over the tail rows.
-    Severity follows the replica's version, as the seeds document:
+    What it needs: the LAST transaction of the NEWEST relay log of the channel -- the rows of
+    ``SHOW RELAYLOG EVENTS IN <newest file>`` up to that file's end, starting anywhere before the
+    last Gtid event (rows that start mid-file are read from their first Gtid event on). The channel
+    snapshot must say which file the rows cover (``relay_tail_file``; every row must be from it)
+    and that the collector's cap did not cut them (``relay_tail_truncated`` is False). Anything
+    else is "unknown" and gives nothing: a capped tail that ends inside a transaction only shows
+    where the cap fell, and a tail read from the applier's position in an older file says nothing
+    about the newest one.
+
+    What it cannot see: which relay log is the newest (the collector finds it; SHOW REPLICA STATUS
+    names only the applier's file), events the receiver writes after the read, and a dangling
+    anonymous transaction's identity (it has no GTID).
+
+    A running (or unknown) receiver gives nothing, on every version and before any other test: the
+    read caught a transaction in flight, which is what a delayed (SOURCE_DELAY), slow, restarted or
+    busy replica shows all the time. Only then are the GTID sets consulted. Runs the server's
+    Transaction_boundary_parser (:func:`parse_relay_log`). Severity follows the replica's version,
+    as the seeds document:
 
     * before 5.6.15: critical -- the receiver added the GTID to Retrieved_Gtid_Set when the Gtid
       event arrived; the replica announces it on reconnect and the source never sends it again.
     * 5.6.15 .. 5.7.5: warning -- the replica leaves its last retrieved GTID out of the announced set
       when it is not in gtid_executed, so it is fetched again; Bug #72392 breaks that after a RESET.
-    * 5.7.6+: warning while the receiver is stopped (the group is re-fetched and truncated at
-      restart, but the applier is stuck behind it); critical if the dangling GTID is nonetheless in
-      Retrieved_Gtid_Set; nothing while the receiver runs (the read caught a transaction in flight).
+    * 5.7.6+: warning (the group is re-fetched and truncated at restart -- observed on 9.7.4 --
+      but the applier is stuck behind it); critical if the dangling GTID is nonetheless in
+      Retrieved_Gtid_Set (announced on reconnect, never re-fetched).
 
-    Blind spots: the tail must reach the end of the newest relay log; rows that start mid-file are
-    read from their first Gtid event on; a dangling anonymous transaction has no GTID to report.
+    An unreadable tail gives an info finding (whether it ends inside a transaction is unknown).
     """
+    relay_tail, ch = pair.tail, pair.channel
     if not relay_tail:
         return []
+    if ch.receiver_running is not False:
+        return []  # in flight (delayed, slow, busy, just restarted) or unknown: never a positive
+    if ch.relay_tail_truncated is not False or not ch.relay_tail_file:
+        return []  # not known to reach the end of the newest relay log
+    if any(event.log_name != ch.relay_tail_file for event in relay_tail):
+        return []  # rows from another file: not the newest relay log's last transaction
     events = _synchronised(relay_tail)
     try:
         result = parse_relay_log(events)
     except SnapshotError as exc:
         return [pair.finding("incomplete_relay_log_tail", f"Relay log tail of {pair.replica_name} is unreadable",
-                             f"The relay log tail of replica {pair.replica_name} (channel {pair.channel.label}) "
+                             f"The relay log tail of replica {pair.replica_name} (channel {ch.label}) "
                              f"could not be parsed, so whether it ends inside a transaction is unknown: {exc}",
                              severity=Severity.INFO, evidence={"error": str(exc)})]
     if result.state is ParserState.ERROR:
@@ -691,10 +889,9 @@ def check_incomplete_relay_log_tail(pair: _Pair, relay_tail: Sequence[RelayLogEv
     gtid = result.dangling_gtid
     retrieved = pair.retrieved
     executed = pair.executed
-    in_retrieved = gtid is not None and retrieved is not None and gtid in retrieved
     if gtid is not None and executed is not None and gtid in executed:
         return []  # the transaction is applied; nothing can be lost
-    running = pair.channel.receiver_running
+    in_retrieved = gtid is not None and retrieved is not None and gtid in retrieved
     if version is not None and not version.has_boundary_parser:
         if version.leaves_out_last_retrieved_gtid:
             severity = Severity.WARNING
@@ -710,8 +907,6 @@ def check_incomplete_relay_log_tail(pair: _Pair, relay_tail: Sequence[RelayLogEv
         severity = Severity.CRITICAL
         why = ("The dangling GTID is in Retrieved_Gtid_Set although its transaction is incomplete: the replica "
                "announces it on reconnect and will not receive the rest.")
-    elif running:
-        return []
     else:
         severity = Severity.WARNING
         why = ("The receiver is stopped in the middle of the transaction; the boundary parser kept the GTID out "
@@ -720,14 +915,15 @@ def check_incomplete_relay_log_tail(pair: _Pair, relay_tail: Sequence[RelayLogEv
     start = result.dangling_start
     where = f"{start.log_name}:{start.pos}" if start is not None else "?"
     detail = (
-        f"The relay log of replica {pair.replica_name} (channel {pair.channel.label}) ends inside a transaction "
-        f"(parser state {result.state}) that starts at {where}"
+        f"The newest relay log ({ch.relay_tail_file}) of replica {pair.replica_name} (channel {ch.label}) ends "
+        f"inside a transaction (parser state {result.state}) that starts at {where}"
         + (f" with GTID {gtid}" if gtid else " without a GTID")
-        + f". {why}"
+        + f", and the receiver is stopped. {why}"
     )
     ev = pair.base_evidence()
     ev.update(parser_state=str(result.state), dangling_gtid=str(gtid) if gtid else None,
-              dangling_start=where, receiver_running=running,
+              dangling_start=where, receiver_running=False, relay_tail_file=ch.relay_tail_file,
+              relay_tail_truncated=False,
               last_event=f"{result.last_event.log_name}:{result.last_event.pos} {result.last_event.event_type}"
               if result.last_event else None)
     return [pair.finding("incomplete_relay_log_tail",
@@ -735,7 +931,7 @@ def check_incomplete_relay_log_tail(pair: _Pair, relay_tail: Sequence[RelayLogEv
                          severity=severity, gtid_set=gtid.as_set() if gtid else None, evidence=ev)]
 
 
-def check_replica_gtid_history_lost(pair: _Pair, relay_tail: Sequence[RelayLogEvent] | None) -> list[Finding]:
+def check_replica_gtid_history_lost(pair: _Pair) -> list[Finding]:
     """replica_gtid_history_lost: Retrieved_Gtid_Set ⊄ gtid_executed although the applier has applied
     everything the receiver wrote.
 
@@ -769,7 +965,7 @@ def check_replica_gtid_history_lost(pair: _Pair, relay_tail: Sequence[RelayLogEv
     if not lost or pair.channel.applier_caught_up is not True:
         return []
     version = pair.replica.version
-    last = _last_retrieved_gtid(pair, relay_tail)
+    last = _last_retrieved_gtid(pair.channel, pair.tail)
     severity = Severity.WARNING
     consequence = (
         "The data contains these transactions but gtid_executed no longer says so: once the relay logs are "
@@ -859,7 +1055,9 @@ def _error_meaning(errno: int | None, message: str | None) -> str | None:
 
 
 def check_replication_threads(pair: _Pair) -> list[Finding]:
-    """replication_error / replication_stopped: the receiver or applier thread failed or is stopped.
+    """replication_receiver_error, replication_applier_error / replication_stopped: the receiver or
+    applier thread failed or is stopped. The two errors are two check ids, so that their finding
+    keys (sha1 of check_id|server|source|channel) differ and neither hides the other.
 
     Reads what the replica itself reports (Last_IO_Errno/Error, Last_SQL_Errno/Error, the
     performance_schema receiver error, Replica_IO_Running / Replica_SQL_Running) and names the
@@ -873,10 +1071,12 @@ def check_replication_threads(pair: _Pair) -> list[Finding]:
     io_errno = ch.last_io_errno or ch.receiver_last_error_number
     io_error = ch.last_io_error or ch.receiver_last_error_message
     if io_errno:
-        errors.append(("receiver (IO) thread", io_errno, io_error, ch.last_io_error_timestamp))
+        errors.append(("replication_receiver_error", "receiver (IO) thread", io_errno, io_error,
+                       ch.last_io_error_timestamp))
     if ch.last_sql_errno:
-        errors.append(("applier (SQL) thread", ch.last_sql_errno, ch.last_sql_error, ch.last_sql_error_timestamp))
-    for thread, errno, message, when in errors:
+        errors.append(("replication_applier_error", "applier (SQL) thread", ch.last_sql_errno, ch.last_sql_error,
+                       ch.last_sql_error_timestamp))
+    for check_id, thread, errno, message, when in errors:
         meaning = _error_meaning(errno, message)
         detail = (
             f"The {thread} of replica {pair.replica_name} (channel {ch.label}) reports error {errno}"
@@ -885,7 +1085,7 @@ def check_replication_threads(pair: _Pair) -> list[Finding]:
         )
         ev = pair.base_evidence()
         ev.update(thread=thread, errno=errno, error=message, io_running=ch.io_running, sql_running=ch.sql_running)
-        findings.append(pair.finding("replication_error", f"{pair.replica_name}: {thread} error {errno}", detail,
+        findings.append(pair.finding(check_id, f"{pair.replica_name}: {thread} error {errno}", detail,
                                      evidence=ev))
     stopped = []
     if ch.io_running == "NO" and not io_errno:
@@ -955,7 +1155,10 @@ def run_pair_checks(
     fleet: FleetContext,
 ) -> list[Finding]:
     """Every check of one replication channel. ``source`` None (unresolved) skips the checks
-    that compare with it; the audit job reports the unresolved source itself."""
+    that compare with it; the audit job reports the unresolved source itself. The reconnect
+    simulation is computed once here (:func:`pair_reconnect_outcome`) and every reconnect check
+    reads it. ``relay_tail``: rows of the newest relay log (see check_incomplete_relay_log_tail),
+    None when not read."""
     tail = list(relay_tail) if relay_tail is not None else None
     pair = _Pair(
         replica=replica,
@@ -964,15 +1167,17 @@ def run_pair_checks(
         fleet=fleet,
         replica_name=fleet.replica_name or replica.label,
         source_name=(fleet.source_name or source.label) if source is not None else fleet.source_name,
+        tail=tail,
+        outcome=pair_reconnect_outcome(replica, channel, source, tail),
     )
     findings: list[Finding] = []
-    findings += check_replica_has_more_gtids(pair, tail)
-    findings += check_source_purged_required_gtids(pair, tail)
-    findings += check_replica_near_purge_horizon(pair, tail)
+    findings += check_replica_has_more_gtids(pair)
+    findings += check_source_purged_required_gtids(pair)
+    findings += check_replica_near_purge_horizon(pair)
     findings += check_errant_transactions(pair)
     findings += check_replica_gtid_holes(pair)
-    findings += check_incomplete_relay_log_tail(pair, tail)
-    findings += check_replica_gtid_history_lost(pair, tail)
+    findings += check_incomplete_relay_log_tail(pair)
+    findings += check_replica_gtid_history_lost(pair)
     findings += check_replication_threads(pair)
     findings += check_channel_config(pair)
     return findings
@@ -1059,16 +1264,40 @@ def check_gtid_purged_jumped(server: ServerSnapshot, previous: ServerSnapshot) -
     when ``gtid_purged - previous.gtid_executed`` is non-empty AND either the previous run's newest
     binary log still exists, the binary-log numbering went back (RESET), or the previous
     gtid_executed is not entirely purged. That is the signature of SET GLOBAL gtid_purged (after
-    a RESET or a restore). Blind spot: when binary logs are unknown and the whole previous history
-    was purged, a very short retention looks the same and nothing is reported.
+    a RESET or a restore).
+
+    Which GTIDs can be judged depends on where the server writes what it applies:
+
+    * ``log_bin`` ON and ``log_replica_updates`` ON: every GTID it executes goes to its binary
+      log first, so the whole jump is judged.
+    * ``log_bin`` ON and ``log_replica_updates`` OFF or unknown: the transactions it *applies* as a
+      replica are never written to its binary log and go straight into gtid_purged (observed on
+      9.7.4: gtid_purged equals gtid_executed, and Previous_gtids stay empty even after FLUSH
+      BINARY LOGS). Only the GTIDs of its own server_uuid (its own writes, which are logged) can
+      still be judged; every other uuid's growth is ordinary replication.
+    * ``log_bin`` OFF or unknown: nothing is logged, gtid_purged follows gtid_executed; nothing is
+      judged.
+
+    Blind spots: when binary logs are unknown and the whole previous history was purged, a very
+    short retention looks the same and nothing is reported; on a replica without
+    log_replica_updates, a SET gtid_purged of other servers' GTIDs is invisible; a replica without
+    log_replica_updates whose channel assigns its OWN uuid to anonymous transactions
+    (ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS = LOCAL, read per channel, not here) applies unlogged
+    transactions under its own uuid -- a false positive this server check cannot rule out.
     """
     if (previous.gtid_executed is None or server.gtid_purged is None or previous.gtid_purged is None
-            or not _same_server(server, previous)):
+            or not _same_server(server, previous) or server.log_bin is not True):
         return []
     jumped = (server.gtid_purged - previous.gtid_purged) - previous.gtid_executed
+    scope = "every uuid"
+    if server.log_replica_updates is not True:
+        jumped = jumped.for_uuid(server.server_uuid)
+        scope = f"own server_uuid {server.server_uuid} only (log_replica_updates is not ON)"
     if not jumped:
         return []
-    explained_by_purge = previous.gtid_executed.is_subset(server.gtid_purged)
+    own_previous = (previous.gtid_executed if server.log_replica_updates is True
+                    else previous.gtid_executed.for_uuid(server.server_uuid))
+    explained_by_purge = own_previous.is_subset(server.gtid_purged)
     reason = "the previous run's gtid_executed is not all purged"
     if explained_by_purge and previous.binary_logs and server.binary_logs:
         prev_newest = previous.binary_logs[-1].log_name
@@ -1091,7 +1320,9 @@ def check_gtid_purged_jumped(server: ServerSnapshot, previous: ServerSnapshot) -
         gtid_set=jumped,
         evidence={"previous_gtid_executed": _text(previous.gtid_executed),
                   "previous_gtid_purged": _text(previous.gtid_purged),
-                  "gtid_purged": _text(server.gtid_purged)})]
+                  "gtid_purged": _text(server.gtid_purged),
+                  "log_bin": server.log_bin, "log_replica_updates": server.log_replica_updates,
+                  "judged": scope, "reason": reason})]
 
 
 def check_source_uuid_went_back(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:

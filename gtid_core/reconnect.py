@@ -1,33 +1,47 @@
 """What a source will do when a replica (re)connects with AUTO_POSITION, recomputed offline.
 
-Mirrors the source's dump thread (``com_binlog_dump_gtid`` -> ``Binlog_sender::check_start_file``
--> ``MYSQL_BIN_LOG::find_first_log_not_in_gtid_set``), version by version:
+One simulation per pair: :func:`reconnect_outcome` computes the set the replica announces and
+everything the source's dump thread decides about it, once; the checks ``replica_has_more_gtids``,
+``source_purged_required_gtids``, ``silent_purged_gap`` and ``replica_near_purge_horizon`` only
+read that :class:`ReconnectOutcome` (gtid_core/checks.py), so they cannot drift apart.
 
-1. ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (error 1885): on 5.6 when the replica's whole set is not a
-   subset of the source's gtid_executed; from 5.7 on only the GTIDs of the source's own server_uuid
-   are compared -- with 8.3+ tags, every tag of that uuid, not only the untagged GTIDs. Observed on
-   a real 9.7.4 source: a replica holding ``source_uuid:tag:N`` that the source never had (a tag the
-   source never used, or a higher number of a tag it uses) is refused exactly like an untagged
-   extra GTID ("Replica has more GTIDs than the source has, using the source's SERVER_UUID"), while
-   extra GTIDs of any other uuid, tagged or not, are accepted (tests/core/test_checks_live.py).
+Mirrors the source's dump thread, per release line (sources cited in gtid_core/versions.py and
+docs/checks.md, "Version rules"):
+
+1. ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (error 1885) when the replica holds GTIDs of the source's
+   own server_uuid that the source never executed (``Gtid_set::is_subset_for_sid``; with 8.3+
+   tags, every tag of that uuid -- observed on a real 9.7.4 source, which refuses a replica holding
+   ``source_uuid:tag:N`` exactly like an untagged extra GTID, while extra GTIDs of any other uuid
+   are accepted, tests/core/test_checks_live.py). Only 5.6.23+ and 5.7.6+ make this check
+   (``MySQLVersion.checks_replica_has_more_on_connect``); no release line ever compared the
+   replica's whole set. Older sources accept the extra GTIDs silently.
 2. ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (error 1789) when gtid_purged is not a subset of the
-   replica's set -- only from 5.6.22 on. Before that the check did not exist.
-3. The scan of binary logs from newest to oldest by ``Previous_gtids``: streaming starts at the
-   newest file whose Previous_gtids is a subset of the replica's set; if none is, the source
-   answers ER_MASTER_HAS_PURGED_REQUIRED_GTIDS. A source older than 5.6.22 restored with
-   ``SET GLOBAL gtid_purged`` has a first binary log whose Previous_gtids is empty (a subset of
-   anything): it streams from there and the replica silently never gets the purged GTIDs it lacks.
+   replica's set -- only 5.6.22+ and 5.7.6+ (``checks_purged_on_connect``).
+3. ``MYSQL_BIN_LOG::find_first_log_not_in_gtid_set``, on every version: binary logs newest to
+   oldest by ``Previous_gtids``; streaming starts at the newest file whose Previous_gtids is a
+   subset of the replica's set; if none is, the answer is ER_MASTER_HAS_PURGED_REQUIRED_GTIDS.
+   This scan is what refuses a replica behind an ordinary ``PURGE BINARY LOGS`` on a source older
+   than 5.6.22: the oldest remaining file's Previous_gtids holds the purged GTIDs. Only a source
+   restored with ``SET GLOBAL gtid_purged`` (first binary log with an empty Previous_gtids, a
+   subset of anything) streams and silently skips the purged GTIDs the replica lacks.
+
+The server stops at the first refusal; the outcome also records what steps 2-3 alone would
+answer (``purge_verdict``), so the audit reports both problems of a replica that has both.
 
 The replica side: it announces ``Retrieved_Gtid_Set ∪ gtid_executed``; on 5.6.15 .. 5.7.5 it leaves
 the last retrieved GTID out when that GTID is not in gtid_executed (the workaround Bug #72392
 broke), see :func:`announced_gtid_set`.
 
-Both errors reach the replica as fatal error 1236 (Last_IO_Errno 1236, or 13114 on 8.0+).
+Not modelled: the source's gtid_owned (5.7.6+ compares step 1 against gtid_executed ∪ gtid_owned;
+the audit does not read gtid_owned, so a GTID the source was committing while it was read can look
+missing there), and a binary log without any GTID event (5.6's "Found old binary log without
+GTIDs" error). Both errors reach the replica as fatal error 1236 (Last_IO_Errno 1236, or 13114 on
+8.0+).
 """
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gtid_core.gtid_set import GtidSet
 from gtid_core.snapshots import Gtid, ServerSnapshot
@@ -39,6 +53,7 @@ __all__ = [
     "ReconnectKind",
     "ReconnectOutcome",
     "announced_gtid_set",
+    "reconnect_outcome",
     "simulate_auto_position_reconnect",
 ]
 
@@ -63,13 +78,18 @@ class ReconnectKind(str, enum.Enum):
 
 @dataclass(frozen=True)
 class ReconnectOutcome:
-    """The result of :func:`simulate_auto_position_reconnect`.
+    """What the source answers to one replica, computed once per pair.
 
-    ``offending``: replica GTIDs the source's rule finds missing on the source (refusal 1).
-    ``missing``: GTIDs the source purged that the replica lacks (refusal 2, or silently skipped).
-    ``start_file``: the binary log streaming starts from (None when refused, undetermined, or the
-    binary log list was not read). ``rule``: the rule applied, in words. ``version_assumed``:
-    the source's version was unknown and the newest rules were assumed.
+    ``kind``: the server's answer (the first refusal in the dump thread's order).
+    ``purge_verdict``: what steps 2 and 3 alone answer (SOURCE_PURGED_REQUIRED,
+    STREAMS_SKIPPING_PURGED, STREAMS or UNDETERMINED), whatever step 1 says.
+    ``announced``: the set the replica sends (None when not computed here).
+    ``offending``: replica GTIDs of the source's own uuid the source lacks (step 1; None when the
+    source's version does not make the check or an input is unknown).
+    ``missing``: GTIDs the source purged that the replica lacks (refusal by step 2 or 3, or
+    silently skipped). ``start_file``: the binary log streaming starts from (None when refused,
+    undetermined, or the binary log list was not read). ``rule``: the rules applied, in words.
+    ``version_assumed``: the source's version was unknown and the newest rules were assumed.
     """
 
     kind: ReconnectKind
@@ -80,6 +100,8 @@ class ReconnectOutcome:
     rule: str = ""
     reason: str | None = None
     version_assumed: bool = False
+    purge_verdict: ReconnectKind = ReconnectKind.UNDETERMINED
+    announced: GtidSet | None = None
 
     @property
     def refused(self) -> bool:
@@ -114,95 +136,102 @@ def announced_gtid_set(
     return announced
 
 
+def reconnect_outcome(
+    source: ServerSnapshot,
+    *,
+    gtid_executed: GtidSet,
+    retrieved_gtid_set: GtidSet | None,
+    replica_version: MySQLVersion | None,
+    last_retrieved_gtid: Gtid | None = None,
+) -> ReconnectOutcome:
+    """The one reconnect simulation of a pair: the set the replica would announce
+    (:func:`announced_gtid_set`) and the source's answer to it
+    (:func:`simulate_auto_position_reconnect`), with ``announced`` filled in."""
+    announced = announced_gtid_set(gtid_executed, retrieved_gtid_set or GtidSet.EMPTY,
+                                   replica_version=replica_version, last_retrieved_gtid=last_retrieved_gtid)
+    return replace(simulate_auto_position_reconnect(source, announced), announced=announced)
+
+
 def simulate_auto_position_reconnect(source: ServerSnapshot, replica_set: GtidSet) -> ReconnectOutcome:
     """What ``source`` answers to a replica announcing ``replica_set`` (see the module docstring).
 
-    Needs the source's gtid_executed (and server_uuid for 5.7+ rules); gtid_purged and the binary
-    log list are used when known. Unknown inputs give ``UNDETERMINED`` rather than a guess.
-    The source's ``gtid_owned`` (transactions in flight when it was read) is not modelled.
+    Needs the source's gtid_executed (and server_uuid where step 1 applies); gtid_purged and the
+    binary log list are used when known. Unknown inputs give ``UNDETERMINED`` rather than a guess.
     """
     version = source.version
     version_assumed = version is None
     if version is None:
         version = MySQLVersion(99, 0, 0, "(assumed)")
-    executed = source.gtid_executed
-    if executed is None:
+    if source.gtid_executed is None:
         return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason="source gtid_executed unknown",
                                 version_assumed=version_assumed)
-
-    # 1. ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER
-    if version.slave_has_more_checks_own_uuid_only:
+    purge = _purge_verdict(source, replica_set, version)
+    if version.checks_replica_has_more_on_connect:
         if source.server_uuid is None:
-            return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason="source server_uuid unknown",
-                                    version_assumed=version_assumed)
+            return replace(purge, kind=ReconnectKind.UNDETERMINED, error=None, reason="source server_uuid unknown",
+                           version_assumed=version_assumed, purge_verdict=purge.kind)
+        owned = " ∪ gtid_owned (not read)" if version.replica_has_more_counts_owned else ""
         rule = (f"replica's GTIDs of the source's own server_uuid {source.server_uuid} (every tag) must be a "
-                f"subset of the source's gtid_executed (MySQL {version.major}.{version.minor} rule)")
-        offending = replica_set.for_uuid(source.server_uuid) - executed
-    else:
-        rule = "the replica's whole set must be a subset of the source's gtid_executed (MySQL 5.6 rule)"
-        offending = replica_set - executed
-    if offending:
-        return ReconnectOutcome(ReconnectKind.REPLICA_HAS_MORE_GTIDS, error=ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER,
-                                offending=offending, rule=rule, version_assumed=version_assumed)
+                f"subset of the source's gtid_executed{owned} (MySQL {version} rule, is_subset_for_sid)")
+        offending = replica_set.for_uuid(source.server_uuid) - source.gtid_executed
+        if offending:
+            return replace(purge, kind=ReconnectKind.REPLICA_HAS_MORE_GTIDS, error=ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER,
+                           offending=offending, rule=rule, version_assumed=version_assumed,
+                           purge_verdict=purge.kind)
+        return replace(purge, offending=offending, rule=f"{rule}; {purge.rule}", version_assumed=version_assumed,
+                       purge_verdict=purge.kind)
+    return replace(purge, rule=(f"MySQL {version} does not check for extra replica GTIDs on connect (before 5.6.23 "
+                                f"and 5.7.6); {purge.rule}"),
+                   version_assumed=version_assumed, purge_verdict=purge.kind)
 
+
+def _purge_verdict(source: ServerSnapshot, replica_set: GtidSet, version: MySQLVersion) -> ReconnectOutcome:
+    """Steps 2 and 3: the gtid_purged check (5.6.22+, 5.7.6+) and the binary-log scan."""
     purged = source.gtid_purged
-    # 2. ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (5.6.22+)
     if version.checks_purged_on_connect:
         if purged is None:
-            return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason="source gtid_purged unknown", rule=rule,
-                                    version_assumed=version_assumed)
+            return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason="source gtid_purged unknown",
+                                    rule="gtid_purged check (5.6.22+) cannot be evaluated")
         missing = purged - replica_set
         if missing:
             return ReconnectOutcome(
                 ReconnectKind.SOURCE_PURGED_REQUIRED, error=ER_MASTER_HAS_PURGED_REQUIRED_GTIDS, missing=missing,
-                rule="the source's gtid_purged must be a subset of the replica's set (checked since 5.6.22)",
-                version_assumed=version_assumed)
+                rule="the source's gtid_purged must be a subset of the replica's set (checked since 5.6.22 / 5.7.6)")
+    scan = _scan(source, replica_set)
+    if scan.kind is ReconnectKind.STREAMS and not version.checks_purged_on_connect:
+        if purged is None:
+            return replace(scan, kind=ReconnectKind.UNDETERMINED, reason="source gtid_purged unknown",
+                           rule=f"{scan.rule}; whether purged GTIDs are skipped is unknown")
+        skipped = purged - replica_set
+        if skipped:
+            return replace(scan, kind=ReconnectKind.STREAMS_SKIPPING_PURGED, missing=skipped, rule=(
+                f"MySQL {version} does not check gtid_purged on connect (before 5.6.22): {scan.rule}, so the "
+                "purged GTIDs the replica lacks are never sent"))
+    if scan.kind is ReconnectKind.UNDETERMINED and version.checks_purged_on_connect and purged is not None:
+        # gtid_purged passed; only a binary log deleted by hand (not PURGE BINARY LOGS) could still
+        # make the scan refuse. The source streams; the start file is unknown.
+        return ReconnectOutcome(ReconnectKind.STREAMS, reason=scan.reason, rule=f"streams ({scan.reason})")
+    return scan
 
-    # 3. find_first_log_not_in_gtid_set: newest to oldest by Previous_gtids
+
+def _scan(source: ServerSnapshot, replica_set: GtidSet) -> ReconnectOutcome:
+    """``find_first_log_not_in_gtid_set``: newest to oldest, the first Previous_gtids ⊆ replica set."""
     logs = source.binary_logs
     if logs is None:
-        return _without_scan(purged, replica_set, version, version_assumed,
-                             "source binary log list unknown")
+        return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason="source binary log list unknown",
+                                rule="binary-log scan not possible")
     if not logs:
         return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason="source has no binary logs (log_bin off?)",
-                                version_assumed=version_assumed)
+                                rule="binary-log scan not possible")
     for log in reversed(logs):
         if log.previous_gtids is None:
-            return _without_scan(purged, replica_set, version, version_assumed,
-                                 f"Previous_gtids of {log.log_name} unknown")
+            return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason=f"Previous_gtids of {log.log_name} unknown",
+                                    rule="binary-log scan not possible")
         if log.previous_gtids.is_subset(replica_set):
-            skipped = (purged - replica_set) if purged is not None else None
-            if skipped:
-                return ReconnectOutcome(
-                    ReconnectKind.STREAMS_SKIPPING_PURGED, missing=skipped, start_file=log.log_name,
-                    rule=(f"MySQL {version} does not check gtid_purged on connect (before 5.6.22): streaming "
-                          f"starts at {log.log_name}, whose Previous_gtids is a subset of the replica's set"),
-                    version_assumed=version_assumed)
             return ReconnectOutcome(ReconnectKind.STREAMS, start_file=log.log_name,
-                                    rule=f"streams from {log.log_name}", version_assumed=version_assumed)
-    missing = logs[0].previous_gtids - replica_set if logs[0].previous_gtids is not None else None
+                                    rule=f"streams from {log.log_name}, whose Previous_gtids is a subset of the "
+                                         "replica's set")
     return ReconnectOutcome(
-        ReconnectKind.SOURCE_PURGED_REQUIRED, error=ER_MASTER_HAS_PURGED_REQUIRED_GTIDS, missing=missing,
-        rule="no binary log's Previous_gtids is a subset of the replica's set", version_assumed=version_assumed)
-
-
-def _without_scan(purged: GtidSet | None, replica_set: GtidSet, version: MySQLVersion, version_assumed: bool,
-                  reason: str) -> ReconnectOutcome:
-    """Checks 1 and 2 passed but the binary logs are unknown. For a 5.6.22+ source that is a
-    stream (start file unknown); for an older one, lacking purged GTIDs is already enough to
-    know they will never arrive (they are in no binary log)."""
-    if version.checks_purged_on_connect:
-        return ReconnectOutcome(ReconnectKind.STREAMS, rule=f"streams ({reason})", reason=reason,
-                                version_assumed=version_assumed)
-    if purged is None:
-        return ReconnectOutcome(ReconnectKind.UNDETERMINED, reason=f"source gtid_purged unknown; {reason}",
-                                version_assumed=version_assumed)
-    skipped = purged - replica_set
-    if skipped:
-        return ReconnectOutcome(
-            ReconnectKind.STREAMS_SKIPPING_PURGED, missing=skipped, reason=reason,
-            rule=(f"MySQL {version} does not check gtid_purged on connect (before 5.6.22); purged GTIDs are "
-                  "in no binary log, so the replica never receives the ones it lacks"),
-            version_assumed=version_assumed)
-    return ReconnectOutcome(ReconnectKind.STREAMS, rule=f"streams ({reason})", reason=reason,
-                            version_assumed=version_assumed)
+        ReconnectKind.SOURCE_PURGED_REQUIRED, error=ER_MASTER_HAS_PURGED_REQUIRED_GTIDS,
+        missing=logs[0].previous_gtids - replica_set,
+        rule="no binary log's Previous_gtids is a subset of the replica's set (find_first_log_not_in_gtid_set)")

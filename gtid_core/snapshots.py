@@ -294,6 +294,17 @@ class ServerSnapshot:
     """What one server said about itself: identity, GTID sets, settings, binary logs.
 
     ``name`` is the server's name in the audit inventory (None when built without one).
+    ``read_at`` is the instant the collector's read of the GTID variables (gtid_executed,
+    gtid_purged) returned, ``read_started_at`` the instant that statement was sent -- not server
+    variables: the collector's own columns. None = unknown. The pair checks need the replica's
+    read to have returned before the source's started (``replica.read_at < source.read_started_at``);
+    without ``read_started_at`` they compare the two ``read_at`` (end) instants, which leaves a
+    window as long as the source's one SELECT.
+
+    ``master_info_repository`` (5.6.2 - 8.2; gone in 8.3+, where None is its truthful value) and
+    ``replica_parallel_type`` (``slave_parallel_type`` 5.7.2+, ``replica_parallel_type`` 8.0.26+,
+    deprecated 8.0.29, gone in 8.3+) stay None when not read or when the server has no such
+    variable.
     """
 
     name: str | None = None
@@ -318,6 +329,8 @@ class ServerSnapshot:
     read_only: bool | None = None
     super_read_only: bool | None = None
     binary_logs: tuple[BinaryLog, ...] | None = None
+    read_at: _dt.datetime | None = None
+    read_started_at: _dt.datetime | None = None
 
     @classmethod
     def from_rows(
@@ -329,7 +342,9 @@ class ServerSnapshot:
     ) -> "ServerSnapshot":
         """Build from global variables (name -> value, e.g. ``@@GLOBAL.gtid_executed`` or
         ``gtid_executed``) and optionally the binary log rows (oldest first, as SHOW BINARY LOGS
-        lists them). ``binary_logs=None`` means "not read" (unknown), ``[]`` means "none"."""
+        lists them). ``binary_logs=None`` means "not read" (unknown), ``[]`` means "none".
+        ``read_at`` and ``read_started_at`` entries (the collector's columns: when the read of
+        these variables returned / was sent; datetime or ISO text) fill those fields."""
         v = _Row(variables, "global variables")
         uuid = v.text("server_uuid")
         if uuid is not None:
@@ -374,6 +389,8 @@ class ServerSnapshot:
             read_only=v.bool("read_only"),
             super_read_only=v.bool("super_read_only"),
             binary_logs=logs,
+            read_at=v.timestamp("read_at"),
+            read_started_at=v.timestamp("read_started_at"),
         )
 
     @property
@@ -430,6 +447,10 @@ class ChannelSnapshot:
     applier_service_state: str | None = None
     assign_gtids_to_anonymous_transactions_type: str | None = None
     assign_gtids_to_anonymous_transactions_value: str | None = None
+    # what the collector recorded about this read (its own columns, not the server's)
+    read_at: _dt.datetime | None = None
+    relay_tail_file: str | None = None
+    relay_tail_truncated: bool | None = None
 
     @classmethod
     def from_rows(
@@ -442,7 +463,12 @@ class ChannelSnapshot:
     ) -> "ChannelSnapshot":
         """Build from one ``SHOW REPLICA STATUS`` (or ``SHOW SLAVE STATUS``) row and, optionally,
         the channel's rows of performance_schema.replication_connection_status,
-        replication_applier_status and replication_applier_configuration."""
+        replication_applier_status and replication_applier_configuration.
+
+        Three entries of the status row are the collector's, not the server's: ``read_at`` (when
+        the status row was read), ``relay_tail_file`` (the relay log the tail rows come from) and
+        ``relay_tail_truncated`` (True: the collector's cap cut the tail, so the rows read are not
+        known to reach the file's last transaction; False: they do). Missing = None = unknown."""
         s = _Row(replica_status, "SHOW REPLICA STATUS")
         c = _Row(connection_status, "performance_schema.replication_connection_status")
         a = _Row(applier_status, "performance_schema.replication_applier_status")
@@ -504,6 +530,9 @@ class ChannelSnapshot:
                 ("OFF", "LOCAL", "UUID"), "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE"
             ),
             assign_gtids_to_anonymous_transactions_value=assign_value,
+            read_at=s.timestamp("read_at"),
+            relay_tail_file=s.text("relay_tail_file"),
+            relay_tail_truncated=s.bool("relay_tail_truncated"),
         )
 
     @property

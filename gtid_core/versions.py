@@ -54,22 +54,51 @@ class MySQLVersion:
         """(major, minor, patch)."""
         return (self.major, self.minor, self.patch)
 
-    # --- behaviours of the source's dump thread (com_binlog_dump_gtid) -----------------------
+    # --- behaviours of the source's dump thread (COM_BINLOG_DUMP_GTID) -----------------------
+    #
+    # Settled from the server's own source (docs/checks.md, "Version rules", cites every line):
+    #
+    # * 5.6.0 - 5.6.21: ``mysql_binlog_send`` (sql/rpl_master.cc, 5.6.21: lines 951-961) goes
+    #   straight to ``MYSQL_BIN_LOG::find_first_log_not_in_gtid_set`` (sql/binlog.cc, 5.6.21:
+    #   2819-2924). Neither ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER nor the gtid_purged check exists.
+    # * 5.6.22: adds ``if (!gtid_state->get_lost_gtids()->is_subset(slave_gtid_executed))`` ->
+    #   ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (Bug#19012085; rpl_master.cc:980 of the 5.6.22
+    #   release branch).
+    # * 5.6.23+: adds ``slave_gtid_executed->is_subset_for_sid(gtid_state->get_logged_gtids(),
+    #   server_sidno, subset_sidno)`` -> ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (Bug#18789758;
+    #   rpl_master.cc:972 of the 5.6.23 release branch): only the source's own server_uuid,
+    #   against gtid_executed alone.
+    # * 5.7: ``Binlog_sender::check_start_file`` (sql/rpl_binlog_sender.cc). A 2014 copy of
+    #   that file (mysql/mysql-server@0313b35, a 5.7 development tree) has neither check; both
+    #   fixes were pushed in October/November 2014, after 5.7.5 (September 2014), so 5.7.0 -
+    #   5.7.5 (development milestones, never GA) are modelled like 5.6.21 and 5.7.6+ has both,
+    #   comparing against gtid_executed ∪ gtid_owned.
+    # * 8.0+ and 9.x: the same two checks in ``Binlog_sender::check_start_file``; from 8.3 on
+    #   every tag of the own uuid counts (observed on 9.7.4, tests/core/test_checks_live.py).
 
     @property
     def checks_purged_on_connect(self) -> bool:
         """The source refuses a replica lacking part of its gtid_purged with
-        ER_MASTER_HAS_PURGED_REQUIRED_GTIDS before scanning binary logs (fix in 5.6.22; before it
-        a source restored with ``SET GLOBAL gtid_purged`` silently skipped those GTIDs)."""
-        return self.triple >= (5, 6, 22)
+        ER_MASTER_HAS_PURGED_REQUIRED_GTIDS before scanning binary logs (Bug#19012085: 5.6.22 and
+        5.7.6; before it a source restored with ``SET GLOBAL gtid_purged`` streamed from its
+        first binary log, whose Previous_gtids is empty, and silently skipped those GTIDs)."""
+        return (5, 6, 22) <= self.triple < (5, 7, 0) or self.triple >= (5, 7, 6)
 
     @property
-    def slave_has_more_checks_own_uuid_only(self) -> bool:
-        """ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER compares only the GTIDs of the source's own
-        server_uuid, all of its tags on 8.3+ (``Binlog_sender::check_start_file``, 5.7 and later;
-        tags verified on 9.7.4); 5.6 compared the replica's whole set against the source's
-        gtid_executed."""
-        return self.triple >= (5, 7, 0)
+    def checks_replica_has_more_on_connect(self) -> bool:
+        """The source refuses a replica holding GTIDs of the source's own server_uuid that the
+        source never executed, with ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (``is_subset_for_sid``,
+        Bug#18789758: 5.6.23 and 5.7.6). Only the source's own uuid is compared, on every
+        release line that has the check; on 8.3+ every tag of that uuid (9.7.4 verified).
+        Before it, extra GTIDs were accepted silently whatever their uuid."""
+        return (5, 6, 23) <= self.triple < (5, 7, 0) or self.triple >= (5, 7, 6)
+
+    @property
+    def replica_has_more_counts_owned(self) -> bool:
+        """The own-uuid comparison is made against gtid_executed ∪ gtid_owned (5.7.6+,
+        ``Binlog_sender::check_start_file``) rather than gtid_executed alone (5.6.23+,
+        ``mysql_binlog_send``). The audit does not read gtid_owned; see ReconnectOutcome."""
+        return self.triple >= (5, 7, 6)
 
     # --- behaviours of the replica's receiver thread -----------------------------------------
 

@@ -1,5 +1,7 @@
 """Checks -> Finding records: a positive and a negative case for every check, each seed scenario, and golden
 scenarios captured on a real MySQL 9.7.4 pair."""
+import dataclasses
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -29,8 +31,9 @@ def server(name, uuid, version="8.0.36", executed="", purged="", logs=(("binlog.
 
 def channel(retrieved="", executed="", *, io="Yes", sql="Yes", auto="1", source_uuid=S, caught_up=True,
             io_errno="0", io_error="", sql_errno="0", sql_error="", old_names=False, connection=None,
-            applier_configuration=None):
-    """A ChannelSnapshot from a SHOW REPLICA STATUS-shaped row (SHOW SLAVE STATUS names with old_names)."""
+            applier_configuration=None, **collector):
+    """A ChannelSnapshot from a SHOW REPLICA STATUS-shaped row (SHOW SLAVE STATUS names with old_names);
+    ``collector`` adds the collector's own columns (read_at, relay_tail_file, relay_tail_truncated)."""
     row = {
         "Source_Host": "10.0.0.1", "Source_Port": "3306", "Source_UUID": source_uuid,
         "Replica_IO_Running": io, "Replica_SQL_Running": sql, "Auto_Position": auto,
@@ -46,6 +49,7 @@ def channel(retrieved="", executed="", *, io="Yes", sql="Yes", auto="1", source_
                   "Source_Log_File": "Master_Log_File", "Read_Source_Log_Pos": "Read_Master_Log_Pos",
                   "Relay_Source_Log_File": "Relay_Master_Log_File", "Exec_Source_Log_Pos": "Exec_Master_Log_Pos"}
         row = {rename.get(k, k): v for k, v in row.items() if k != "Channel_Name"}
+    row.update(collector)
     return ChannelSnapshot.from_rows(row, connection_status=connection, applier_configuration=applier_configuration)
 
 
@@ -83,7 +87,21 @@ G = GtidSet.parse
 FLEET = FleetContext(uuid_registry={S: "src", R: "rep", R2: "rep2"})
 
 
+REPLICA_READ_AT = dt.datetime(2026, 11, 23, 2, 0, 0, 100000, tzinfo=dt.timezone.utc)
+SOURCE_READ_AT = dt.datetime(2026, 11, 23, 2, 0, 0, 300000, tzinfo=dt.timezone.utc)
+
+
+def in_order(replica, source):
+    """The two snapshots stamped with read instants in the collector's planned order (replica first)."""
+    replica = dataclasses.replace(replica, read_at=replica.read_at or REPLICA_READ_AT)
+    if source is not None:
+        source = dataclasses.replace(source, read_at=source.read_at or SOURCE_READ_AT)
+    return replica, source
+
+
 def pair(replica, ch, source, tail=None, fleet=FLEET):
+    """run_pair_checks on snapshots read in the planned order (see in_order)."""
+    replica, source = in_order(replica, source)
     return run_pair_checks(replica, ch, source, tail, fleet)
 
 
@@ -139,19 +157,32 @@ def test_replica_has_more_gtids_negative_without_auto_position():
     assert "replica_has_more_gtids" not in ids(pair(rep, channel(f"{S}:1-105", f"{S}:1-105", auto="0"), src))
 
 
-def test_errant_on_56_source_vs_80_source():
-    """Errant transactions of the replica's own uuid: a 5.6 source refuses the replica (whole-set rule), an
-    8.0 source keeps replicating; errant_transactions is reported in both cases."""
+@pytest.mark.parametrize("version", ["5.6.21-log", "5.6.23-log", "5.6.40-log", "5.7.44", "8.0.36"])
+def test_errant_of_another_uuid_never_refused_on_any_release_line(version):
+    """Errant transactions of the replica's own uuid: no source version refuses the replica (5.6.23+ and 5.7.6+
+    compare only the source's own uuid, older sources compare nothing: server source, docs/checks.md), so no
+    replica_has_more_gtids; errant_transactions is reported, attributed through the registry. Before the fix
+    a 5.6 source was modelled as comparing the whole set: a false critical."""
     rep = server("rep", R, executed=f"{S}:1-100,{R}:1-3")
     ch = channel(f"{S}:90-100", f"{S}:1-100,{R}:1-3")
-    old = pair(rep, ch, server("src", S, version="5.6.40-log", executed=f"{S}:1-100"))
-    new = pair(rep, ch, server("src", S, version="8.0.36", executed=f"{S}:1-100"))
-    assert one(old, "replica_has_more_gtids").gtid_set == G(f"{R}:1-3")
-    assert "replica_has_more_gtids" not in ids(new)
-    for findings in (old, new):
-        e = one(findings, "errant_transactions")
-        assert e.gtid_set == G(f"{R}:1-3")
-        assert "rep" in e.detail  # attributed through the registry
+    findings = pair(rep, ch, server("src", S, version=version, executed=f"{S}:1-100"))
+    assert "replica_has_more_gtids" not in ids(findings)
+    e = one(findings, "errant_transactions")
+    assert e.gtid_set == G(f"{R}:1-3") and e.severity is Severity.CRITICAL
+    assert "rep" in e.detail
+
+
+@pytest.mark.parametrize("version, refused", [("5.6.21-log", False), ("5.6.22-log", False), ("5.6.23-log", True),
+                                               ("5.7.5", False), ("5.7.6", True), ("9.7.4", True)],
+                         ids=["5.6.21", "5.6.22", "5.6.23", "5.7.5", "5.7.6", "9.7.4"])
+def test_replica_has_more_gtids_per_release_line(version, refused):
+    """Extra GTIDs of the source's own uuid: refused (critical) only where the source makes the check
+    (Bug#18789758: 5.6.23, 5.7.6); older sources stream and the extra GTIDs stay errant_transactions."""
+    src = server("src", S, version=version, executed=f"{S}:1-100", logs=[("b.000001", ""), ("b.000002", f"{S}:1-50")])
+    rep = server("rep", R, version=version, executed=f"{S}:1-105")
+    findings = pair(rep, channel(f"{S}:90-105", f"{S}:1-105"), src)
+    assert ("replica_has_more_gtids" in ids(findings)) is refused
+    assert one(findings, "errant_transactions").gtid_set == G(f"{S}:101-105")
 
 
 # ---------------------------------------------------------------- purged checks (seed 000)
@@ -195,7 +226,7 @@ def test_real_97_restored_source():
     findings = run_pair_checks(rep, ch, src, tail, FleetContext())
     f = one(findings, "source_purged_required_gtids")
     assert f.gtid_set == G("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee:1-5")
-    err = one(findings, "replication_error")
+    err = one(findings, "replication_receiver_error")
     assert "13114" in err.title and "purged binary logs" in err.detail
     assert "errant_transactions" not in ids(findings)
 
@@ -383,6 +414,9 @@ def test_other_channels_are_not_errant():
 
 # ---------------------------------------------------------------- incomplete relay log tail (seeds 002/004)
 
+COMPLETE_TAIL = {"relay_tail_file": "relay.000002", "relay_tail_truncated": "0"}  # the collector read to the end
+
+
 def _tail(last_kind):
     rows = [{"Log_name": "relay.000002", "Pos": 4, "Event_type": "Format_desc", "Server_id": 1, "End_log_pos": 123,
              "Info": "Server ver: 5.6.20-log, Binlog ver: 4"},
@@ -406,7 +440,7 @@ def test_incomplete_tail_before_576(version, severity):
     """Seed 002: before 5.7.6 the dangling GTID S:10 is already in Retrieved_Gtid_Set; before 5.6.15 it is never
     fetched again (critical), 5.6.15-5.7.5 re-fetch it through the workaround (warning)."""
     rep = server("rep", R, version=version, executed=f"{S}:1-9")
-    ch = channel(f"{S}:1-10", f"{S}:1-9", io="No", caught_up=False, old_names=True)
+    ch = channel(f"{S}:1-10", f"{S}:1-9", io="No", caught_up=False, old_names=True, **COMPLETE_TAIL)
     f = one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail")
     assert f.severity is severity
     assert f.gtid_set == G(f"{S}:10")
@@ -415,33 +449,37 @@ def test_incomplete_tail_before_576(version, severity):
 def test_incomplete_tail_576_receiver_stopped_is_warning():
     """From 5.7.6 a stopped receiver mid-transaction is a warning; the GTID is not in Retrieved_Gtid_Set."""
     rep = server("rep", R, version="5.7.6", executed=f"{S}:1-9")
-    f = one(pair(rep, channel(f"{S}:1-9", f"{S}:1-9", io="No"), None, _tail("partial")), "incomplete_relay_log_tail")
+    ch = channel(f"{S}:1-9", f"{S}:1-9", io="No", **COMPLETE_TAIL)
+    f = one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail")
     assert f.severity is Severity.WARNING
 
 
 def test_incomplete_tail_576_receiver_running_is_nothing():
     """From 5.7.6 a running receiver caught mid-transaction is a transaction in flight: no finding."""
     rep = server("rep", R, version="8.0.36", executed=f"{S}:1-9")
-    assert "incomplete_relay_log_tail" not in ids(pair(rep, channel(f"{S}:1-9", f"{S}:1-9"), None, _tail("partial")))
+    ch = channel(f"{S}:1-9", f"{S}:1-9", **COMPLETE_TAIL)
+    assert "incomplete_relay_log_tail" not in ids(pair(rep, ch, None, _tail("partial")))
 
 
 def test_incomplete_tail_gtid_in_retrieved_after_576_is_critical():
     """From 5.7.6 a dangling GTID that is nevertheless in Retrieved_Gtid_Set will not be fetched: critical."""
     rep = server("rep", R, version="8.0.36", executed=f"{S}:1-9")
-    ch = channel(f"{S}:1-10", f"{S}:1-9", io="No", caught_up=False)
+    ch = channel(f"{S}:1-10", f"{S}:1-9", io="No", caught_up=False, **COMPLETE_TAIL)
     assert one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail").severity is Severity.CRITICAL
 
 
 def test_complete_tail_is_nothing_on_old_servers():
     """A relay log ending after Xid yields no finding, even on 5.6.14."""
     rep = server("rep", R, version="5.6.14-log", executed=f"{S}:1-10")
-    ch = channel(f"{S}:1-10", f"{S}:1-10", io="No", old_names=True)
+    ch = channel(f"{S}:1-10", f"{S}:1-10", io="No", old_names=True, **COMPLETE_TAIL)
     assert "incomplete_relay_log_tail" not in ids(pair(rep, ch, None, _tail("complete")))
 
 
 def test_real_97_receiver_stopped_mid_transaction():
     """Golden 9.7.4: receiver stopped inside a big UPDATE -> warning naming the GTID QUEUEING_TRANSACTION shows."""
     rep, ch, src, tail = real(None, "relaylog_mysql97_receiver_stopped_mid_transaction.json")
+    # the capture is the whole newest relay log (relay.000003, from Pos 4 to its end)
+    ch = dataclasses.replace(ch, relay_tail_file="relay.000003", relay_tail_truncated=False)
     findings = run_pair_checks(rep, ch, src, tail, FleetContext())
     f = one(findings, "incomplete_relay_log_tail")
     assert f.severity is Severity.WARNING
@@ -509,7 +547,7 @@ def test_replication_error_old_wording():
            "CHANGE MASTER TO MASTER_AUTO_POSITION = 1, but the master has purged binary logs containing GTIDs "
            "that the slave requires.'")
     ch = channel(f"{S}:1-5", f"{S}:1-5", io="No", io_errno="1236", io_error=msg, old_names=True)
-    f = one(pair(rep, ch, None), "replication_error")
+    f = one(pair(rep, ch, None), "replication_receiver_error")
     assert f.severity is Severity.CRITICAL and "purged binary logs" in f.detail
     assert "replication_stopped" not in ids(pair(rep, ch, None))
 
@@ -608,7 +646,7 @@ def test_gtid_purged_jumped_after_reset_and_set_purged():
     """Seed 000's restore: RESET + SET GLOBAL gtid_purged adds X:1-100 never executed here; numbering went back."""
     prev = server("db1", S, executed=f"{S}:1-10", logs=[("binlog.000005", ""), ("binlog.000006", f"{S}:1-8")])
     now = server("db1", S, executed=f"{S}:1-10,{X}:1-100", purged=f"{S}:1-10,{X}:1-100",
-                 logs=[("binlog.000001", "")])
+                 logs=[("binlog.000001", "")], log_replica_updates="ON")
     f = one(run_server_checks(now, prev), "gtid_purged_jumped")
     assert f.gtid_set == G(f"{X}:1-100")
 
@@ -655,7 +693,8 @@ def test_every_emitted_check_is_registered():
     """Every check id the checks produce is in CHECKS with its version."""
     for cid in ["replica_has_more_gtids", "source_purged_required_gtids", "silent_purged_gap",
                 "errant_transactions", "incomplete_relay_log_tail", "replica_gtid_history_lost",
-                "replica_gtid_holes", "replication_error", "replication_stopped", "gtid_executed_regressed",
+                "replica_gtid_holes", "replication_receiver_error", "replication_applier_error",
+                "replication_stopped", "gtid_executed_regressed",
                 "gtid_purged_jumped", "source_uuid_went_back", "gtid_mode_off",
                 "config_enforce_gtid_consistency_off", "config_auto_position_off", "config_relay_log_recovery_off",
                 "config_sync_binlog", "config_innodb_flush_log_at_trx_commit",
@@ -670,5 +709,6 @@ def test_unreadable_relay_tail_is_info_not_crash():
                                    "Server_id": 1, "End_log_pos": 120, "Info": ""}),
            RelayLogEvent.from_row({"Log_name": "relay.000002", "Pos": 120, "Event_type": "Gtid", "Server_id": 1,
                                    "End_log_pos": 200, "Info": "garbled"})]
-    f = one(pair(rep, channel(f"{S}:1-9", f"{S}:1-9", io="No"), None, bad), "incomplete_relay_log_tail")
+    ch = channel(f"{S}:1-9", f"{S}:1-9", io="No", **COMPLETE_TAIL)
+    f = one(pair(rep, ch, None, bad), "incomplete_relay_log_tail")
     assert f.severity is Severity.INFO and "garbled" in f.detail

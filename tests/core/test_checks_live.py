@@ -11,7 +11,10 @@ behaviour, never with a value our own code computed.
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import re
+import threading
 import time
 from typing import Any
 
@@ -181,6 +184,7 @@ def server_snapshot(server) -> ServerSnapshot:
     variables: dict[str, Any] = {row["VARIABLE_NAME"]: row["VARIABLE_VALUE"] for row in rows}
     variables.update(r.query("SELECT @@GLOBAL.server_uuid AS server_uuid, @@GLOBAL.version AS version, "
                              "@@GLOBAL.gtid_executed AS gtid_executed, @@GLOBAL.gtid_purged AS gtid_purged")[0])
+    variables["read_at"] = dt.datetime.now(dt.timezone.utc)   # when the GTID sets were read, as the collector stamps
     logs = []
     for row in r.query("SHOW BINARY LOGS"):
         events = r.query(f"SHOW BINLOG EVENTS IN '{row['Log_name']}' LIMIT 3")
@@ -193,8 +197,10 @@ def channel_snapshot(server, channel: str = "") -> ChannelSnapshot:
     """A ChannelSnapshot from SHOW REPLICA STATUS and the channel's performance_schema rows."""
     r = _reading(server)
     where = "WHERE CHANNEL_NAME = %s"
+    row = r.query("SHOW REPLICA STATUS FOR CHANNEL %s", (channel,))[0]
+    row["read_at"] = dt.datetime.now(dt.timezone.utc)
     return ChannelSnapshot.from_rows(
-        r.query("SHOW REPLICA STATUS FOR CHANNEL %s", (channel,))[0],
+        row,
         connection_status=r.query(f"SELECT * FROM performance_schema.replication_connection_status {where}",
                                   (channel,))[0],
         applier_status=r.query(f"SELECT * FROM performance_schema.replication_applier_status {where}",
@@ -203,8 +209,8 @@ def channel_snapshot(server, channel: str = "") -> ChannelSnapshot:
             f"SELECT * FROM performance_schema.replication_applier_configuration {where}", (channel,))[0])
 
 
-def relay_tail(server, channel: str = ""):
-    """Every event of the channel's newest relay log (Relay_Log_File, or a newer file if one exists)."""
+def newest_relay_log(server, channel: str = "") -> str:
+    """The channel's newest relay log: Relay_Log_File, or a newer file if one exists."""
     r = _reading(server)
     newest = r.query("SHOW REPLICA STATUS FOR CHANNEL %s", (channel,))[0]["Relay_Log_File"]
     prefix, number = re.fullmatch(r"(.*\.)(\d+)", newest).groups()
@@ -216,7 +222,21 @@ def relay_tail(server, channel: str = ""):
         except mysql.connector.Error:
             break
         newest = candidate
+    return newest
+
+
+def relay_tail(server, channel: str = ""):
+    """Every event of the channel's newest relay log, to its end (the complete tail the check needs)."""
+    r = _reading(server)
+    newest = newest_relay_log(r, channel)
     return events_from_rows(r.query(f"SHOW RELAYLOG EVENTS IN '{newest}' FOR CHANNEL '{channel}'"))
+
+
+def with_tail(channel_snap: ChannelSnapshot, tail, *, truncated: bool = False) -> ChannelSnapshot:
+    """The channel snapshot carrying what the collector records about the tail it read."""
+    files = {e.log_name for e in tail}
+    return dataclasses.replace(channel_snap, relay_tail_file=files.pop() if len(files) == 1 else None,
+                               relay_tail_truncated=truncated)
 
 
 def other_channels_gtids(fleet, replica, channel: str) -> GtidSet | None:
@@ -240,6 +260,7 @@ def pair_findings(fleet, replica: str = "b", channel: str = "", *, with_other_ch
     try:
         replica_snap, channel_snap = server_snapshot(rep), channel_snapshot(rep, channel)
         tail = relay_tail(rep, channel)
+        channel_snap = with_tail(channel_snap, tail)
         others = other_channels_gtids(fleet, rep, channel) if with_other_channels else None
         source_snap = server_snapshot(src)
     finally:
@@ -341,7 +362,7 @@ def test_purged_required_gtids_names_the_servers_missing_set(fleet):
     assert GtidSet.parse(SENT_RE.search(row["Last_IO_Error"]).group(1)) == announced
     # and the running channel now reports it, named by meaning
     after = by_check(pair_findings(fleet))
-    [error] = after["replication_error"]
+    [error] = after["replication_receiver_error"]
     assert "purged binary logs" in error.detail
 
 
@@ -585,3 +606,168 @@ def test_near_purge_horizon_comes_true_after_one_more_purge(fleet):
     assert refused["Last_IO_Errno"] == ER_SOURCE_FATAL_ERROR_READING_BINLOG
     assert "purged required binary logs" in refused["Last_IO_Error"]
     assert GtidSet.parse(MISSING_RE.search(refused["Last_IO_Error"]).group(1)) == near.gtid_set
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. issue #11 on real servers: a delayed replica, a replica without log_replica_updates, a busy
+#    source read out of order
+
+
+TAIL_CAP = 2000   # the collector's relay_tail_max_events at the time of issue #11
+
+
+def capped_tail_from_applier(server, channel: str = ""):
+    """The tail the collector used to read: events from the applier's position (Relay_Log_Pos in
+    Relay_Log_File), capped near TAIL_CAP. The cap is placed on a Gtid event, as in the report from the
+    field ('the 2,000th event after the applier position was a Gtid event')."""
+    row = status(server, channel)
+    rows = server.query(f"SHOW RELAYLOG EVENTS IN '{row['Relay_Log_File']}' FROM {int(row['Relay_Log_Pos'])} "
+                        f"LIMIT {TAIL_CAP + 10} FOR CHANNEL '{channel}'")
+    assert len(rows) > TAIL_CAP, "the backlog must be larger than the cap"
+    cut = max(i for i in range(TAIL_CAP - 10, TAIL_CAP + 10) if rows[i - 1]["Event_type"] == "Gtid")
+    return events_from_rows(rows[:cut])
+
+
+def test_delayed_replica_with_backlog_larger_than_the_cap_is_not_a_finding(fleet):
+    """SOURCE_DELAY replica, both threads running, ~3,000 relay-log events not yet applied. The capped tail from
+    the applier position ends inside a transaction whose GTID is in Retrieved_Gtid_Set: before the fix a critical
+    incomplete_relay_log_tail every run. Now: no warning or critical finding, with the capped tail (flagged
+    truncated) or with the newest relay log's complete end."""
+    a, b = fleet.server("a"), fleet.server("b")
+    b.execute("STOP REPLICA FOR CHANNEL ''", "CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 3600 FOR CHANNEL ''",
+              "START REPLICA FOR CHANNEL ''")
+    write(a, 600)                                            # 600 x (Gtid, BEGIN, Table_map, Write_rows, Xid)
+    a_set = a.gtid_executed()
+    wait_for(lambda: server_subset(b, a_set, "{Retrieved_Gtid_Set},{Executed_Gtid_Set}".format(**status(b))),
+             "b to receive a's writes", timeout=120)
+    row = status(b)
+    assert (row["Replica_IO_Running"], row["Replica_SQL_Running"]) == ("Yes", "Yes")
+
+    capped = capped_tail_from_applier(b)
+    parsed = parse_relay_log(capped)
+    assert parsed.ends_inside_transaction and parsed.dangling_gtid in GtidSet.parse(row["Retrieved_Gtid_Set"])
+
+    rep, src = Reader(b), Reader(a)
+    try:
+        replica_snap, channel_snap = server_snapshot(rep), channel_snapshot(rep)
+        complete = relay_tail(rep)
+        others = other_channels_gtids(fleet, rep, "")
+        source_snap = server_snapshot(src)
+    finally:
+        rep.close()
+        src.close()
+    fleet_ctx = FleetContext(other_channels_gtids=others)
+    for ch, tail in ((dataclasses.replace(channel_snap, relay_tail_file=row["Relay_Log_File"],
+                                          relay_tail_truncated=True), capped),
+                     (with_tail(channel_snap, complete), complete)):
+        findings = run_pair_checks(replica_snap, ch, source_snap, tail, fleet_ctx)
+        assert serious(findings) == [], [f.title for f in findings]
+
+
+# The machine's AIO contexts (fs.aio-max-nr) are shared by every session's servers; this second, private
+# fleet uses InnoDB's simulated AIO so that it starts whatever else runs (GTID behaviour is unaffected).
+PRIVATE = [*DURABLE, "--innodb-use-native-aio=OFF"]
+LOG_UPDATES_OFF = {
+    "name": "no-log-updates",
+    "servers": [{"name": "src", "options": PRIVATE},
+                {"name": "rep", "options": [*PRIVATE, "--log-replica-updates=OFF"]}],
+    "channels": [{"replica": "rep", "source": "src", "channel": ""}],
+}
+
+
+def test_replica_without_log_replica_updates_two_runs_no_purged_jump(fleet_factory):
+    """log_bin=ON, log_replica_updates=OFF on 9.7.4: gtid_purged equals gtid_executed and Previous_gtids stay
+    empty even after FLUSH BINARY LOGS. Two nightly snapshots with traffic and a rotation between: before the fix
+    a gtid_purged_jumped warning every night; now no warning or critical. A SET GLOBAL gtid_purged of the
+    replica's OWN uuid after a RESET is still reported."""
+    own = fleet_factory(LOG_UPDATES_OFF, "no-log-updates")
+    src, rep = own.server("src"), own.server("rep")
+    src.execute("CREATE DATABASE w", "CREATE TABLE w.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+                *[f"INSERT INTO w.t (v) VALUES ({i})" for i in range(5)])
+    own.wait_caught_up(timeout=60)
+    assert rep.query_value("SELECT @@GLOBAL.log_replica_updates") == 0
+    assert GtidSet.parse(rep.query_value("SELECT @@GLOBAL.gtid_purged")) == GtidSet.parse(rep.gtid_executed())
+    first = server_snapshot(rep)
+
+    src.execute(*[f"INSERT INTO w.t (v) VALUES ({i})" for i in range(20)])
+    own.wait_caught_up(timeout=60)
+    rep.execute("FLUSH BINARY LOGS")
+    src.execute(*[f"INSERT INTO w.t (v) VALUES ({i})" for i in range(5)])
+    own.wait_caught_up(timeout=60)
+    second = server_snapshot(rep)
+    newest = rep.query("SHOW BINARY LOGS")[-1]["Log_name"]
+    assert previous_gtids(rep, newest) == ""                              # the observed 9.7.4 behaviour
+    assert second.gtid_purged == second.gtid_executed and (second.gtid_purged - first.gtid_purged)
+    assert serious(run_server_checks(second, first)) == []
+
+    rep_uuid = rep.server_uuid
+    rep.execute("STOP REPLICA", "RESET BINARY LOGS AND GTIDS",
+                f"SET GLOBAL gtid_purged = '{second.gtid_executed.to_text(multiline=False)},{rep_uuid}:1-10'")
+    third = server_snapshot(rep)
+    [jump] = [f for f in run_server_checks(third, second) if f.check_id == "gtid_purged_jumped"]
+    assert jump.gtid_set == GtidSet.parse(f"{rep_uuid}:1-10")
+
+
+class BoundedWriter(threading.Thread):
+    """Commits one-row transactions on a source until stopped, at most ``limit`` of them or ``seconds``."""
+
+    def __init__(self, server, limit: int = 3000, seconds: float = 60.0):
+        super().__init__(daemon=True)
+        self.server, self.limit, self.seconds = server, limit, seconds
+        self.stop_event, self.count = threading.Event(), 0
+
+    def run(self) -> None:
+        conn = self.server.connect()
+        try:
+            cur = conn.cursor()
+            deadline = time.monotonic() + self.seconds
+            while not self.stop_event.is_set() and self.count < self.limit and time.monotonic() < deadline:
+                cur.execute(f"INSERT INTO {DB}_{self.server.name}.w (v) VALUES (%s)", (self.count,))
+                conn.commit()
+                self.count += 1
+        finally:
+            conn.close()
+
+    def stop(self) -> int:
+        self.stop_event.set()
+        self.join(timeout=30)
+        return self.count
+
+
+def test_busy_source_read_out_of_order_is_unconfirmed_not_critical(fleet):
+    """A source taking steady writes while the audit reads. Read in the planned order (replica, then source): no
+    warning or critical. Read the other way round (source, then replica, as a cycle or a retried probe can do):
+    the replica legitimately holds the source's newer GTIDs, so "replica minus source" is not empty; before the
+    fix that was a critical errant_transactions and replica_has_more_gtids; now both are unconfirmed warnings
+    carrying both read instants."""
+    a, b = fleet.server("a"), fleet.server("b")
+    writer = BoundedWriter(a)
+    writer.start()
+    try:
+        wait_for(lambda: writer.count >= 50, "the writer to get going")
+        in_order = pair_findings(fleet)
+        assert serious(in_order) == [], [f.title for f in in_order]
+
+        src_first = server_snapshot(a)
+        wait_for(lambda: not server_subset(b, b.gtid_executed(), src_first.gtid_executed.to_text()),
+                 "b to apply transactions a committed after its snapshot")
+        rep = Reader(b)
+        try:
+            replica_snap = server_snapshot(rep)
+            tail = relay_tail(rep)
+            channel_snap = with_tail(channel_snapshot(rep), tail)
+            others = other_channels_gtids(fleet, rep, "")
+        finally:
+            rep.close()
+    finally:
+        written = writer.stop()
+    assert written > 50
+    assert replica_snap.read_at > src_first.read_at
+    findings = by_check(run_pair_checks(replica_snap, channel_snap, src_first, tail,
+                                        FleetContext(other_channels_gtids=others)))
+    for check_id in ("errant_transactions", "replica_has_more_gtids"):
+        [f] = findings[check_id]
+        assert f.severity is Severity.WARNING and f.title.startswith("Unconfirmed")
+        assert f.evidence["read_order"] == "source_first_or_same"
+        assert f.evidence["source_read_at"] == src_first.read_at.isoformat()
+    assert not [f for fs in findings.values() for f in fs if f.severity is Severity.CRITICAL]

@@ -26,7 +26,8 @@ def source(version, executed, purged="", logs=None, uuid=S):
     return ServerSnapshot(
         name="src", server_uuid=uuid, version=MySQLVersion.parse(version),
         gtid_executed=G(executed), gtid_purged=G(purged),
-        binary_logs=None if logs is None else tuple(BinaryLog(n, previous_gtids=G(p)) for n, p in logs))
+        binary_logs=None if logs is None else tuple(BinaryLog(n, previous_gtids=None if p is None else G(p))
+                                                   for n, p in logs))
 
 
 RESTORED_LOGS = [("mysql-bin.000001", ""), ("mysql-bin.000002", f"{X}:1-100")]
@@ -53,6 +54,24 @@ def test_restored_source_from_5622_refuses():
     assert outcome.refused
 
 
+@pytest.mark.parametrize("logs", [None, [("mysql-bin.000001", None), ("mysql-bin.000002", f"{X}:1-100")]],
+                         ids=["binary_logs_unknown", "previous_gtids_unknown"])
+def test_before_5622_without_the_scan_is_undetermined(logs):
+    """Before 5.6.22 only the binary-log scan tells refusal from silent skipping: with the list or a
+    Previous_gtids unknown the outcome is UNDETERMINED, never a silent skip (was: streams skipping purged)."""
+    src = source("5.6.21-log", f"{X}:1-100,{S}:1-3", f"{X}:1-100", logs)
+    outcome = simulate_auto_position_reconnect(src, G(f"{X}:1-40"))
+    assert outcome.kind is ReconnectKind.UNDETERMINED and outcome.purge_verdict is ReconnectKind.UNDETERMINED
+
+
+def test_outcome_keeps_purge_verdict_behind_a_more_gtids_refusal():
+    """The server stops at ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER; the outcome still says steps 2-3 would refuse too."""
+    src = source("8.0.36", f"{S}:1-100", f"{S}:1-50", [("b.000003", f"{S}:1-50")])
+    outcome = simulate_auto_position_reconnect(src, G(f"{S}:1-10,{S}:101-102"))
+    assert outcome.kind is ReconnectKind.REPLICA_HAS_MORE_GTIDS and outcome.offending == G(f"{S}:101-102")
+    assert outcome.purge_verdict is ReconnectKind.SOURCE_PURGED_REQUIRED and outcome.missing == G(f"{S}:11-50")
+
+
 def test_purged_logs_before_5622_refused_by_scan():
     """Seed 000, stop condition 2: logs purged normally, no Previous_gtids is a subset -> refused even pre-5.6.22."""
     src = source("5.6.20", f"{S}:1-500", f"{S}:1-300", [("b.000007", f"{S}:1-300"), ("b.000008", f"{S}:1-400")])
@@ -61,24 +80,38 @@ def test_purged_logs_before_5622_refused_by_scan():
     assert outcome.missing == G(f"{S}:201-300")
 
 
-@pytest.mark.parametrize(
-    "version, kind",
-    [("5.6.40", ReconnectKind.REPLICA_HAS_MORE_GTIDS), ("5.7.44", ReconnectKind.STREAMS),
-     ("8.0.36-28", ReconnectKind.STREAMS)],
-)
-def test_foreign_errant_gtids_56_vs_later(version, kind):
-    """Errant GTIDs of another uuid stop replication on 5.6 (whole set) but not from 5.7 (own uuid only)."""
+@pytest.mark.parametrize("version", ["5.6.21", "5.6.22", "5.6.23", "5.6.40", "5.7.44", "8.0.36-28", "9.7.4"])
+def test_foreign_errant_gtids_never_refused(version):
+    """Errant GTIDs of another uuid are accepted by every release line: 5.6.23+ compares only its own uuid
+    (is_subset_for_sid, sql/rpl_master.cc), older 5.6 compares nothing; no line compares the whole set."""
     src = source(version, f"{S}:1-10", "", [("b.000001", "")])
     outcome = simulate_auto_position_reconnect(src, G(f"{S}:1-10,{Z}:1-2"))
+    assert outcome.kind is ReconnectKind.STREAMS and outcome.start_file == "b.000001"
+
+
+@pytest.mark.parametrize(
+    "version, kind",
+    [("5.6.14", ReconnectKind.STREAMS), ("5.6.21", ReconnectKind.STREAMS), ("5.6.22", ReconnectKind.STREAMS),
+     ("5.6.23", ReconnectKind.REPLICA_HAS_MORE_GTIDS), ("5.7.5", ReconnectKind.STREAMS),
+     ("5.7.6", ReconnectKind.REPLICA_HAS_MORE_GTIDS), ("8.0.36", ReconnectKind.REPLICA_HAS_MORE_GTIDS)],
+    ids=["5.6.14", "5.6.21", "5.6.22", "5.6.23", "5.7.5", "5.7.6", "8.0.36"],
+)
+def test_own_uuid_extra_gtids_refused_only_where_the_source_checks(version, kind):
+    """Extra GTIDs of the source's own uuid are refused from 5.6.23 (Bug#18789758) and 5.7.6 on; older sources
+    stream from the newest file whose Previous_gtids is a subset and never notice (server source, docs/checks.md)."""
+    src = source(version, f"{S}:1-10", "", [("b.000001", ""), ("b.000002", f"{S}:1-5")])
+    outcome = simulate_auto_position_reconnect(src, G(f"{S}:1-12"))
     assert outcome.kind is kind
     if kind is ReconnectKind.REPLICA_HAS_MORE_GTIDS:
-        assert outcome.error == ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER
-        assert outcome.offending == G(f"{Z}:1-2")
+        assert outcome.error == ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER and outcome.offending == G(f"{S}:11-12")
+    else:
+        assert outcome.start_file == "b.000002" and outcome.offending is None
 
 
 @pytest.mark.parametrize("version", ["5.6.40", "8.0.36", "9.7.4"])
 def test_replica_ahead_on_source_uuid_refused_everywhere(version):
-    """A replica with GTIDs of the source's own uuid the source lacks (lost binlog tail) is refused on every version."""
+    """A replica with GTIDs of the source's own uuid the source lacks (lost binlog tail) is refused by every version
+    that makes the check (5.6.23+, 5.7.6+)."""
     src = source(version, f"{S}:1-10", "", [("b.000001", "")])
     outcome = simulate_auto_position_reconnect(src, G(f"{S}:1-12"))
     assert outcome.kind is ReconnectKind.REPLICA_HAS_MORE_GTIDS

@@ -40,26 +40,32 @@ def test_order_ignores_suffix():
 
 
 @pytest.mark.parametrize(
-    "text, purged, boundary, bug72392, own_uuid_only",
+    "text, purged, more_gtids, owned, boundary, bug72392",
     [
-        ("5.6.14", False, False, False, False),
-        ("5.6.15", False, False, True, False),
-        ("5.6.21-log", False, False, True, False),
-        ("5.6.22", True, False, True, False),
-        ("5.7.5", True, False, True, True),
-        ("5.7.6", True, True, False, True),
-        ("8.0.36-28", True, True, False, True),
-        ("9.7.4-2", True, True, False, True),
+        ("5.6.14", False, False, False, False, False),
+        ("5.6.15", False, False, False, False, True),
+        ("5.6.21-log", False, False, False, False, True),
+        ("5.6.22", True, False, False, False, True),
+        ("5.6.23", True, True, False, False, True),
+        ("5.6.51", True, True, False, False, True),
+        ("5.7.5", False, False, False, False, True),
+        ("5.7.6", True, True, True, True, False),
+        ("8.0.36-28", True, True, True, True, False),
+        ("9.7.4-2", True, True, True, True, False),
     ],
+    ids=["5.6.14", "5.6.15", "5.6.21", "5.6.22", "5.6.23", "5.6.51", "5.7.5", "5.7.6", "8.0.36", "9.7.4"],
 )
-def test_feature_thresholds(text, purged, boundary, bug72392, own_uuid_only):
-    """Each behaviour switches at the release the seeds name (5.6.15, 5.6.22, 5.7.6)."""
+def test_feature_thresholds(text, purged, more_gtids, owned, boundary, bug72392):
+    """Each behaviour switches where the server source says: gtid_purged check 5.6.22 (Bug#19012085),
+    own-uuid ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER 5.6.23 (Bug#18789758), both 5.7.6 on the 5.7 line,
+    boundary parser 5.7.6, the 5.6.15 workaround until 5.7.5."""
     v = MySQLVersion.parse(text)
     assert v.checks_purged_on_connect is purged
+    assert v.checks_replica_has_more_on_connect is more_gtids
+    assert v.replica_has_more_counts_owned is owned
     assert v.has_boundary_parser is boundary
     assert v.bug_72392_exposed is bug72392
     assert v.leaves_out_last_retrieved_gtid is bug72392
-    assert v.slave_has_more_checks_own_uuid_only is own_uuid_only
 
 
 def test_str_round_trip():
