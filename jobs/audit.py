@@ -182,6 +182,19 @@ def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
     return collection, resolution
 
 
+def identity_frame(snapshots_df, channels_df):
+    """``duplicate_server_uuid`` findings: per cluster label, the servers' identities and the
+    replication edges between them (gtid_core.failover.check_duplicate_server_identity)."""
+    from pyspark.sql import functions as F
+
+    cols = [c for c in snapshots_df.columns if c != "binary_logs"]
+    snaps = snapshots_df.groupBy("cluster").agg(F.collect_list(F.struct(*cols)).alias("snapshots"))
+    edges = (channels_df.where(F.col("source_server").isNotNull())
+             .groupBy("cluster").agg(F.collect_list(F.struct("server", "source_server")).alias("edges")))
+    return (snaps.join(edges, snaps["cluster"].eqNullSafe(edges["cluster"]), "left")
+            .select("snapshots", "edges").mapInArrow(audit_tasks.identity_batches, _raw_spark_schema()))
+
+
 def merged_registry_frame(old_df, servers_df, *, run_id: str, run_date: dt.date):
     """The uuid_registry after this run: every server_uuid read now is (re)attributed to its
     server with ``last_seen = run_date``; UUIDs not seen keep their row (the server may be gone,
@@ -376,6 +389,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     from jobs.delta_io import (TableNotFoundError, overwrite_frame, read_frame, write_run_frame,
                                write_run_rows)
     from schemas.audit import ALERTS, FINDINGS, RUN_SUMMARY, UUID_REGISTRY
+    from schemas.failover import FAILOVER_READINESS
 
     started = time.monotonic()
     settings = config.audit
@@ -411,12 +425,17 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     snaps = snapshot_frame(servers, binlogs).persist(StorageLevel.MEMORY_AND_DISK)
     previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
                       if previous_run_id else None)
-    pair_findings = source_frame(snaps, channels, relay).mapInArrow(
+    sources = source_frame(snaps, channels, relay).persist(StorageLevel.MEMORY_AND_DISK)
+    pair_findings = sources.mapInArrow(
         functools.partial(audit_tasks.check_source_batches, registry=registry_b), _raw_spark_schema())
+    readiness = sources.mapInArrow(
+        functools.partial(audit_tasks.failover_batches, run_id=run_id, run_date=run_date),
+        FAILOVER_READINESS.to_spark())
     server_findings = server_frame(snaps, previous_snaps).mapInArrow(
         audit_tasks.check_server_batches, _raw_spark_schema())
     collection, resolution = job_finding_frames(servers, errors, channels, registry)
-    raw = pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
+    raw = (pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
+           .unionByName(identity_frame(snaps, channels)))
     current = (raw.groupBy("finding_key").agg(F.collect_list(F.struct(*RAW_FINDING_COLUMNS)).alias("rows"))
                .mapInArrow(functools.partial(audit_tasks.finalize_batches, rules=rules_b),
                            _raw_spark_schema(FINAL_FINDING_COLUMNS))
@@ -432,6 +451,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
             min_severity=settings.alert_min_severity), ALERTS.to_spark())
         write_run_frame(spark, FINDINGS, findings_df, warehouse=warehouse, run_id=run_id)
         write_run_frame(spark, ALERTS, alerts_df, warehouse=warehouse, run_id=run_id)
+        write_run_frame(spark, FAILOVER_READINESS, readiness, warehouse=warehouse, run_id=run_id)
         overwrite_frame(spark, UUID_REGISTRY, registry, warehouse=warehouse)
         pairs_audited = (channels.where(F.col("source_server").isNotNull())
                          .join(snaps.select(F.col("server").alias("_r")), F.col("server") == F.col("_r"))
@@ -439,7 +459,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                          .count())
         server_counts = {r["status"]: r["count"] for r in servers.groupBy("status").count().collect()}
     finally:
-        for df in (joined, current, snaps, registry):
+        for df in (joined, current, sources, snaps, registry):
             df.unpersist()
         registry_b.destroy()
         rules_b.destroy()

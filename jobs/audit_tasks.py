@@ -36,6 +36,9 @@ __all__ = [
     "resolution_finding_batches",
     "finalize_batches",
     "history_batches",
+    "failover_batches",
+    "identity_findings",
+    "identity_batches",
 ]
 
 #: Columns of a finding as the checks produce it (before history and silences).
@@ -178,7 +181,7 @@ _CHANNEL_COLUMNS = ("channel_name", "source_host", "source_port", "source_uuid",
                     "exec_source_log_pos", "seconds_behind_source", "sql_delay", "relay_tail_events",
                     "relay_tail_file", "relay_tail_truncated", "read_at",
                     *_CONNECTION_COLUMNS, *_APPLIER_CONFIG_COLUMNS)
-_SERVER_COLUMNS = ("read_at", "server_uuid", "server_id", "version", "gtid_mode", "enforce_gtid_consistency",
+_SERVER_COLUMNS = ("read_at", "read_started_at", "master_info_repository", "replica_parallel_type", "server_uuid", "server_id", "version", "gtid_mode", "enforce_gtid_consistency",
                    "gtid_executed", "gtid_purged", "log_bin", "log_replica_updates", "sync_binlog",
                    "innodb_flush_log_at_trx_commit", "relay_log_recovery", "replica_parallel_workers",
                    "replica_preserve_commit_order", "binlog_format", "relay_log_info_repository",
@@ -345,6 +348,11 @@ def check_source_batches(batches: Iterator[Any], registry: Any) -> Iterator[Any]
                 source_error = None
             except GtidCoreError as exc:
                 source, source_error = None, exc
+            model = _failover_model(source, src, r["pairs"] or [], replicas) if source is not None else None
+            if model is not None:
+                from gtid_core.failover import failover_findings
+
+                out.extend(_finding_to_row(f, src.get("cluster")) for f in failover_findings(model))
             for pair in r["pairs"] or []:
                 rep, ch = pair["replica"], pair["channel"]
                 name = ch.get("channel_name") or ""
@@ -436,3 +444,73 @@ def history_batches(batches: Iterator[Any], *, run_id: str, run_date: Any, outpu
                 event["delivered"] = None
                 out.append({k: event.get(k) for k in schema.names})
         yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def _failover_model(source: Any, src: Mapping[str, Any], pairs: Sequence[Mapping[str, Any]], cache: Any):
+    """The failover model of one source (gtid_core.failover), or None when a replica's snapshot
+    cannot be built (those pairs get snapshot_invalid from the pair checks)."""
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.failover import FailoverReplica, model_failover
+
+    try:
+        replicas = [FailoverReplica(cache.get(p["replica"]), channel_snapshot(p["channel"]),
+                                    other_channels_gtids=_other_channels_gtids(p, p["channel"].get("channel_name") or ""))
+                    for p in pairs]
+    except GtidCoreError:
+        return None
+    return model_failover(source, replicas, source_name=src["server"]) if replicas else None
+
+
+def failover_batches(batches: Iterator[Any], *, run_id: str, run_date: Any) -> Iterator[Any]:
+    """mapInArrow body over the same rows as :func:`check_source_batches`: the
+    ``failover_readiness`` rows of each source (one per candidate and sibling)."""
+    import pyarrow as pa
+
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.failover import failover_rows
+
+    schema = _arrow_schema("failover_readiness")
+    for batch in batches:
+        cache = _SnapshotCache()
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            src = r["source_snapshot"]
+            try:
+                model = _failover_model(server_snapshot(src), src, r["pairs"] or [], cache)
+            except GtidCoreError:
+                continue
+            if model is not None:
+                out.extend(failover_rows(model, run_id=run_id, run_date=run_date, cluster=src.get("cluster")))
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def identity_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body: one row per cluster label (``snapshots``: its servers' snapshot rows,
+    ``edges``: its resolved channels as (replica, source) structs), ``duplicate_server_uuid``
+    findings out. Servers sharing a server_uuid are found within one cluster label (a cloned
+    datadir normally joins its origin's cluster); across labels they are not compared."""
+    import pyarrow as pa
+
+    schema = _raw_arrow_schema()
+    for batch in batches:
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            edges = [(e["server"], e["source_server"]) for e in (r["edges"] or [])]
+            out.extend(identity_findings(r["snapshots"] or [], edges))
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def identity_findings(snapshots: Sequence[Mapping[str, Any]], edges: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``duplicate_server_uuid`` over ``snapshots`` (snapshot rows), ``edges`` the (replica,
+    source) names of their resolved channels."""
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.failover import check_duplicate_server_identity
+
+    snaps, cluster = [], {}
+    for row in snapshots:
+        try:
+            snaps.append(server_snapshot(row))
+            cluster[row["server"]] = row.get("cluster")
+        except GtidCoreError:
+            continue
+    return [_finding_to_row(f, cluster.get(f.server)) for f in check_duplicate_server_identity(snaps, edges)]

@@ -285,8 +285,11 @@ def dialect_for(version: MySQLVersion) -> Dialect:
                           "replica_preserve_commit_order" if new_names else "slave_preserve_commit_order"))
     if v >= (5, 7, 8):
         variables.append(("super_read_only", "super_read_only"))
-    if v < (9, 0, 0):
+    if v < (8, 3, 0):  # both repositories' variables were removed in 8.3.0 (8.3 release notes)
         variables.append(("relay_log_info_repository", "relay_log_info_repository"))
+        variables.append(("master_info_repository", "master_info_repository"))
+    if (5, 7, 2) <= v < (8, 3, 0):  # slave_parallel_type 5.7.2-8.0.25, replica_parallel_type 8.0.26-8.2
+        variables.append(("replica_parallel_type", "replica_parallel_type" if new_names else "slave_parallel_type"))
     return Dialect(
         version=version,
         replica_status="SHOW REPLICA STATUS" if v >= (8, 0, 22) else "SHOW SLAVE STATUS",

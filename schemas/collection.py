@@ -38,7 +38,7 @@ RUNS = register(TableSchema(
 
 SERVERS = register(TableSchema(
     name="servers",
-    version=1,
+    version=2,
     description="One row per server and run: identity, version, GTID sets and the variables "
                 "the checks need, each as @@GLOBAL returned it.",
     key=("run_id", "server"),
@@ -74,7 +74,11 @@ SERVERS = register(TableSchema(
           "@@GLOBAL.replica_preserve_commit_order (slave_preserve_commit_order before 8.0.26)"),
         C("binlog_format", L.STRING, True, "@@GLOBAL.binlog_format"),
         C("relay_log_info_repository", L.STRING, True,
-          "@@GLOBAL.relay_log_info_repository; NULL where the variable no longer exists"),
+          "@@GLOBAL.relay_log_info_repository (before 8.3.0); NULL where the variable does not exist"),
+        C("master_info_repository", L.STRING, True,
+          "@@GLOBAL.master_info_repository (before 8.3.0); NULL where the variable does not exist"),
+        C("replica_parallel_type", L.STRING, True,
+          "@@GLOBAL.replica_parallel_type (slave_parallel_type before 8.0.26; 5.7.2 to 8.2); NULL where absent"),
         C("read_only", L.BOOL, True, "@@GLOBAL.read_only"),
         C("super_read_only", L.BOOL, True, "@@GLOBAL.super_read_only; NULL on 5.6"),
         C("binlog_file", L.STRING, True, "File of SHOW BINARY LOG STATUS / SHOW MASTER STATUS"),
