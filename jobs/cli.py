@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "jobs.collect",     # collect, config check
     "jobs.sandbox.cli",  # sandbox install|up|status|down
     "jobs.demo",        # demo
+    "jobs.report",      # report
 )
 
 DESCRIPTION = """\
