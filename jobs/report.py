@@ -374,6 +374,7 @@ def build_model(data: RunTables) -> Model:
             pair = pairs[key] = Pair(f["server"], key[1], f["source"], server_cluster.get(f["server"], NO_CLUSTER))
         pair.findings.append(f)
     for pair in pairs.values():
+        pair.findings.sort(key=lambda f: (_SEV_RANK.get(f["severity"], 9), f["check_id"]))
         known = (pair.source is not None and server_status.get(pair.replica) in ("ok", "partial")
                  and server_status.get(pair.source) in ("ok", "partial"))
         pair.state = _state(pair.findings, known)

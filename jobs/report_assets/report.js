@@ -42,7 +42,7 @@
       box.appendChild(el("p", {}, f.title));
       box.appendChild(el("p", {"class": "muted"}, f.detail));
       if (f.gtid_set) {
-        box.appendChild(el("p", {}, "GTIDs at stake" + (f.gtid_count !== null ? " (" + f.gtid_count + ")" : "") + ":"));
+        box.appendChild(el("p", {}, "GTIDs at stake (the difference)" + (f.gtid_count !== null ? " (" + f.gtid_count + ")" : "") + ":"));
         box.appendChild(el("pre", {"class": "difference"}, f.gtid_set));
       }
       var keys = Object.keys(f.evidence || {});
@@ -52,7 +52,7 @@
           var tr = el("tr");
           tr.appendChild(el("th", {}, k));
           var td = el("td");
-          td.appendChild(el("code", {}, f.evidence[k] === null ? "unknown" : f.evidence[k]));
+          td.appendChild(el("code", {}, f.evidence[k] === null ? "null" : f.evidence[k]));
           tr.appendChild(td);
           table.appendChild(tr);
         });
