@@ -53,9 +53,13 @@ REPORTS_DIR = "_reports"
 #: Runs shown by the trend charts.
 DEFAULT_TREND_RUNS = 10
 #: Clusters drawn as graphs at most; the others (least risky first) are listed without a graph.
-MAX_GRAPHS = 200
+MAX_GRAPHS = 100
 #: Longest text kept for one evidence value in the page (GTID sets of big fleets can be long).
 MAX_EVIDENCE_CHARS = 4000
+#: Clusters drawn open (the others are drawn folded: one click opens them).
+OPEN_GRAPHS = 10
+#: Rows of the cluster ranking.
+RANKED_CLUSTERS = 20
 #: Rows of the purge-horizon table.
 HORIZON_ROWS = 25
 
@@ -128,14 +132,34 @@ class RunTables:
     previous_binary_logs: Sequence[Mapping[str, Any]] = ()
 
 
-def _read(warehouse: str, name: str, run_id: str | None, storage_options) -> list[dict[str, Any]] | None:
-    """Rows of table ``name`` (one run), or None when the table does not exist."""
+#: The columns the report uses, per table (fewer Python objects at fleet scale); None: all.
+_COLUMNS: dict[str, tuple[str, ...] | None] = {
+    "servers": ("run_id", "server", "cluster", "status", "host", "port", "aliases", "server_uuid", "version",
+                "gtid_executed", "gtid_purged"),
+    "channels": ("run_id", "server", "channel_name", "source_host", "source_port", "source_uuid", "source_server",
+                 "retrieved_gtid_set", "auto_position"),
+    "binary_logs": ("run_id", "server", "seq", "log_name", "previous_gtids", "previous_gtids_read"),
+}
+
+
+def _read(warehouse: str, name: str, run_id: str | None, storage_options, *,
+          where: tuple[str, str] | None = None) -> list[dict[str, Any]] | None:
+    """Rows of table ``name`` (one run), or None when the table does not exist; only the columns
+    of ``_COLUMNS`` that the table has, and only the rows where column == value for ``where``."""
+    import pyarrow.compute as pc
+
     from jobs.delta_io import TableNotFoundError, read_arrow
 
     try:
-        return read_arrow(warehouse, name, run_id, storage_options).to_pylist()
+        data = read_arrow(warehouse, name, run_id, storage_options)
     except TableNotFoundError:
         return None
+    wanted = _COLUMNS.get(name)
+    if wanted is not None:
+        data = data.select([c for c in wanted if c in data.column_names])
+    if where is not None:
+        data = data.filter(pc.equal(data[where[0]], where[1]))
+    return data.to_pylist()
 
 
 def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
@@ -178,12 +202,12 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
             rows = tables["findings"]
         else:
             step(f"findings of {rid}")
-            rows = _read(warehouse, "findings", rid, storage_options) or []
+            rows = _read(warehouse, "findings", rid, storage_options, where=("status", "open")) or []
         if rid == previous_run_id:
             previous_open = frozenset(r["finding_key"] for r in rows if r["status"] == "open")
         errant_history.extend(r for r in rows if r["check_id"] == "errant_transactions" and r["status"] == "open")
     if previous_run_id is not None and previous_run_id not in {h["run_id"] for h in history}:
-        rows = _read(warehouse, "findings", previous_run_id, storage_options) or []
+        rows = _read(warehouse, "findings", previous_run_id, storage_options, where=("status", "open")) or []
         previous_open = frozenset(r["finding_key"] for r in rows if r["status"] == "open")
 
     previous = {"servers": [], "channels": [], "binary_logs": []}
@@ -463,6 +487,8 @@ def purge_horizon_margins(servers: Sequence[Mapping[str, Any]], channels: Sequen
             src_executed, rep_executed = executed(source), executed(c["server"])
             if src_executed is None or rep_executed is None or c.get("retrieved_gtid_set") is None:
                 continue
+            if src_executed.is_subset(rep_executed):  # applied everything: nothing to lack (fast path)
+                continue
             version_text = by_name[c["server"]].get("version")
             announced = announced_gtid_set(rep_executed, GtidSet.parse(c["retrieved_gtid_set"]),
                                            replica_version=MySQLVersion.parse(version_text) if version_text else None)
@@ -513,8 +539,8 @@ def _finding_line(f: Mapping[str, Any]) -> str:
     return f"{f['severity'].upper()} {f['check_id']}{mark}: {f['title']}"
 
 
-def cluster_graph(cluster: Cluster, model: Model) -> str:
-    """The topology of one cluster as an inline SVG drawn by Graphviz ``dot``.
+def cluster_graph(cluster: Cluster, model: Model):
+    """The topology of one cluster as a Graphviz digraph (:func:`draw_graphs` renders it).
 
     Servers of other clusters that are sources of this cluster's replicas are drawn dashed.
     Edge ``id`` attributes are the pairs' element ids: the page's script finds the evidence
@@ -559,7 +585,23 @@ def cluster_graph(cluster: Cluster, model: Model) -> str:
         lines.append("click for the evidence")
         g.edge(source, pair.replica, label=pair.channel, color=COLOURS[pair.state], fontcolor=COLOURS[pair.state],
                id=pair.element_id, tooltip="\n".join(lines), **{"class": f"pair state-{pair.state}"})
-    return _svg_only(g.pipe(format="svg", encoding="utf-8"))
+    return g
+
+
+def draw_graphs(clusters: Sequence[Cluster], model: Model) -> dict[str, str]:
+    """cluster name -> inline SVG of its topology, drawn by one ``dot`` process for all of them
+    (``dot`` lays out every graph of its input in turn; one process per graph costs more than
+    the layouts at fleet scale)."""
+    import graphviz
+
+    if not clusters:
+        return {}
+    source = "\n".join(cluster_graph(c, model).source for c in clusters)
+    out = graphviz.pipe("dot", "svg", source.encode("utf-8")).decode("utf-8")
+    documents = [d for d in out.split("<?xml") if "<svg" in d]
+    if len(documents) != len(clusters):
+        raise ReportError(f"dot drew {len(documents)} graphs for {len(clusters)} clusters")
+    return {c.name: _svg_only(d) for c, d in zip(clusters, documents)}
 
 
 def _chart(spec: dict[str, Any]) -> str:
@@ -754,15 +796,15 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
         f'<td class="num">{len(c.servers):,}</td><td class="num">{c.failed:,}</td>'
         f'<td class="num">{c.counts["critical"]:,}</td><td class="num">{c.counts["warning"]:,}</td>'
         f'<td class="num">{c.counts["info"]:,}</td><td class="num">{c.risk:,}</td></tr>'
-        for i, c in enumerate(risky[:50], 1))
+        for i, c in enumerate(risky[:RANKED_CLUSTERS], 1))
     ranking = (f'<table class="plain"><thead><tr><th>#</th><th>cluster</th><th>servers</th><th>failed</th>'
                f'<th>critical</th><th>warning</th><th>info</th><th>risk</th></tr></thead><tbody>{rank_rows}</tbody>'
                f'</table>' if risky else '<p>No cluster has a warning or critical finding.</p>')
-    if len(risky) > 50:
-        ranking += f'<p class="muted">{len(risky) - 50} more clusters with findings below.</p>'
+    if len(risky) > RANKED_CLUSTERS:
+        ranking += f'<p class="muted">{len(risky) - RANKED_CLUSTERS} more clusters with findings below.</p>'
 
     sections = []
-    for c in risky:
+    for n, c in enumerate(risky):
         anchor = f'cluster-{_element_id("c", c.name)}'
         counts = c.counts
         head = (f'{_esc(c.name)} <span class="muted">{len(c.servers):,} servers, {len(c.pairs):,} channels</span> '
@@ -774,7 +816,8 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
         else:
             body = ('<p class="muted">Graph not drawn (only the riskiest clusters are); its findings are in '
                     'the table below.</p>')
-        sections.append(f'<details class="cluster" id="{anchor}" open data-cluster="{_esc(c.name)}">'
+        opened = " open" if n < OPEN_GRAPHS else ""
+        sections.append(f'<details class="cluster" id="{anchor}"{opened} data-cluster="{_esc(c.name)}">'
                         f'<summary>{head}</summary>{body}</details>')
     healthy_html = ""
     if healthy:
@@ -860,9 +903,7 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
         step("model")
         model = build_model(data)
         drawn = [c for c in model.clusters if not c.healthy][:MAX_GRAPHS]
-        graphs = {}
-        for cluster in drawn:
-            graphs[cluster.name] = cluster_graph(cluster, model)
+        graphs = draw_graphs(drawn, model)
         step(f"{len(graphs)} graphs")
         charts = trend_charts(data)
         step("charts")

@@ -122,9 +122,9 @@
   document.getElementById("page-prev").addEventListener("click", function () { page -= 1; draw(); });
   document.getElementById("page-next").addEventListener("click", function () { page += 1; draw(); });
 
-  // a link to an explanation opens it
+  // a link to an explanation or a cluster opens it
   document.addEventListener("click", function (ev) {
-    var a = ev.target.closest ? ev.target.closest("a[href^='#explain-']") : null;
+    var a = ev.target.closest ? ev.target.closest("a[href^='#explain-'], a[href^='#cluster-']") : null;
     if (!a) { return; }
     var target = document.getElementById(a.getAttribute("href").slice(1));
     if (target) { target.open = true; }
