@@ -597,7 +597,11 @@ def draw_graphs(clusters: Sequence[Cluster], model: Model) -> dict[str, str]:
     if not clusters:
         return {}
     source = "\n".join(cluster_graph(c, model).source for c in clusters)
-    out = graphviz.pipe("dot", "svg", source.encode("utf-8")).decode("utf-8")
+    try:
+        out = graphviz.pipe("dot", "svg", source.encode("utf-8")).decode("utf-8")
+    except graphviz.ExecutableNotFound:
+        raise ReportError("Graphviz's 'dot' is not installed: the report draws its graphs with it "
+                          "(Debian: apt-get install graphviz)") from None
     documents = [d for d in out.split("<?xml") if "<svg" in d]
     if len(documents) != len(clusters):
         raise ReportError(f"dot drew {len(documents)} graphs for {len(clusters)} clusters")
