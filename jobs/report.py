@@ -163,12 +163,14 @@ def _read(warehouse: str, name: str, run_id: str | None, storage_options, *,
 
 
 def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
-             trend_runs: int = DEFAULT_TREND_RUNS, step: Callable[[str], None] | None = None) -> RunTables:
+             trend_runs: int = DEFAULT_TREND_RUNS, step: Callable[..., None] | None = None) -> RunTables:
     """Read what the report of ``run_id`` (None: the newest audited run) needs.
 
-    Raises ReportError when no run was audited or ``run_id`` was not audited.
+    ``step(what, remaining=None)`` is called before each read; ``remaining`` (given once the runs
+    are known) is the number of reads still to come. Raises ReportError when no run was audited
+    or ``run_id`` was not audited.
     """
-    step = step or (lambda _what: None)
+    step = step or (lambda _what, remaining=None: None)
     step("run_summary")
     summaries = _read(warehouse, "run_summary", None, storage_options) or []
     if not summaries:
@@ -188,8 +190,8 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     previous_run_id = summaries[position - 1]["run_id"] if position > 0 else None
 
     tables: dict[str, Any] = {}
-    for name in ("runs", "servers", "channels", "findings", "binary_logs"):
-        step(name)
+    for i, name in enumerate(("runs", "servers", "channels", "findings", "binary_logs")):
+        step(name, remaining=6 + len(history) - 1 + (3 if previous_run_id else 0) if i == 0 else None)
         tables[name] = _read(warehouse, name, run_id, storage_options) or []
     step("failover_readiness")
     failover = _read(warehouse, "failover_readiness", run_id, storage_options)
@@ -672,6 +674,10 @@ def _esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def _badge(state: str, text: str | None = None) -> str:
     return f'<span class="badge state-{_esc(state)}">{_esc(text or state)}</span>'
 
@@ -811,7 +817,7 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
     for n, c in enumerate(risky):
         anchor = f'cluster-{_element_id("c", c.name)}'
         counts = c.counts
-        head = (f'{_esc(c.name)} <span class="muted">{len(c.servers):,} servers, {len(c.pairs):,} channels</span> '
+        head = (f'{_esc(c.name)} <span class="muted">{_count(len(c.servers), "server")}, {_count(len(c.pairs), "channel")}</span> '
                 + (_badge("critical", f"{counts['critical']} critical") if counts["critical"] else "")
                 + (_badge("warning", f"{counts['warning']} warning") if counts["warning"] else "")
                 + (_badge("unknown", f"{c.failed} not collected") if c.failed else ""))
@@ -826,7 +832,7 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
     healthy_html = ""
     if healthy:
         items = ", ".join(f"{_esc(c.name)} ({len(c.servers):,})" for c in healthy)
-        healthy_html = (f'<details class="cluster healthy"><summary>{len(healthy):,} healthy clusters '
+        healthy_html = (f'<details class="cluster healthy"><summary>{_count(len(healthy), "healthy cluster")} '
                         f'({sum(len(c.servers) for c in healthy):,} servers): every server collected, every pair '
                         f'audited without a warning or critical finding</summary><p>{items}</p></details>')
     legend = "".join(f'<span class="legend-item"><span class="swatch" style="background:{COLOURS[s]}"></span>'
@@ -875,11 +881,16 @@ def report_location(warehouse: str, run_date: Any, run_id: str) -> str:
     return f"{warehouse.rstrip('/')}/{REPORTS_DIR}/{run_date}/{run_id}.html"
 
 
+#: progress steps of write_report after the tables are read
+_AFTER_READING = 5
+
+
 @contextmanager
-def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
-    """A rich progress bar on stderr when ``enabled`` (a terminal); otherwise a silent step."""
+def _progress(enabled: bool, total: int) -> Iterator[Callable[..., None]]:
+    """A rich progress bar on stderr when ``enabled`` (a terminal); otherwise a silent step.
+    ``step(what, remaining=n)`` also resets the total to the steps done plus ``n``."""
     if not enabled:
-        yield lambda _what: None
+        yield lambda _what, remaining=None: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -887,7 +898,9 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
                   TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task("", total=total)
 
-        def step(what: str) -> None:
+        def step(what: str, remaining: int | None = None) -> None:
+            if remaining is not None:
+                bar.update(task, total=bar.tasks[0].completed + remaining + _AFTER_READING)
             bar.update(task, advance=1, description=what)
 
         yield step
@@ -902,25 +915,25 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
     started = time.monotonic()
     if progress is None:
         progress = sys.stderr.isatty()
-    with _progress(progress, total=12 + 2 * trend_runs) as step:
+    with _progress(progress, total=8 + trend_runs + _AFTER_READING) as step:
         data = load_run(warehouse, run_id, storage_options=storage_options, trend_runs=trend_runs, step=step)
         step("model")
         model = build_model(data)
         drawn = [c for c in model.clusters if not c.healthy][:MAX_GRAPHS]
+        step(f"graphs of {len(drawn)} clusters")
         graphs = draw_graphs(drawn, model)
-        step(f"{len(graphs)} graphs")
-        charts = trend_charts(data)
         step("charts")
+        charts = trend_charts(data)
+        step("purge horizon")
         sources = {(p.replica, p.channel): p.source for c in model.clusters for p in c.pairs}
         margins = purge_horizon_margins(data.servers, data.channels, data.binary_logs, sources)
         previous = purge_horizon_margins(data.previous_servers, data.previous_channels, data.previous_binary_logs,
                                          _source_of_channels(data.previous_servers, data.previous_channels, []))
-        step("purge horizon")
+        step("page")
         page = render_html(model, graphs, charts, failover=data.failover,
                            horizon=_horizon_section(margins, previous, data.previous_run_id is not None))
         target = str(out) if out is not None else report_location(warehouse, model.run_date, model.run_id)
         where = _write(target, page)
-        step("written")
     log.info("report of run %s written to %s (%d bytes, %.1f s)", model.run_id, where, len(page.encode()),
              time.monotonic() - started)
     return where
