@@ -154,6 +154,7 @@ def test_every_injected_fault_is_on_its_edge_in_its_colour(demo_run, browser):
     findings = [f for f in read_arrow(str(warehouse), "findings", run_id).to_pylist() if f["status"] == "open"]
     severity = {(f["check_id"], f["server"], f["source"], f["channel"]): f["severity"] for f in findings}
     expected_pairs: dict[tuple[str, str, str], list[str]] = {}
+    expected_checks: dict[tuple[str, str, str], set[str]] = {}
     expected_servers: dict[str, list[str]] = {}
     for key in EXPECTED:
         check_id, server, source, channel = key
@@ -161,11 +162,14 @@ def test_every_injected_fault_is_on_its_edge_in_its_colour(demo_run, browser):
             expected_servers.setdefault(server, []).append(severity[key])
         else:
             expected_pairs.setdefault((source, server, channel), []).append(severity[key])
+            expected_checks.setdefault((source, server, channel), set()).add(check_id)
     edges = _edges(browser)
     assert len(edges) == 5, sorted(edges)  # the standard topology's five channels, each drawn once
     for pair, severities in sorted(expected_pairs.items()):
         assert pair in edges, f"no arrow {pair[0]} -> {pair[1]} (channel {pair[2]!r}) in {sorted(edges)}"
         assert edges[pair]["colour"] == colour_of[_worst(severities)], (pair, severities, edges[pair])
+        named = set(re.findall(r"^(?:CRITICAL|WARNING|INFO) (\w+)", edges[pair]["tooltip"], re.M))
+        assert named == expected_checks[pair], (pair, edges[pair]["tooltip"])  # each fault on its own arrow
     nodes = _nodes(browser)
     for server, severities in expected_servers.items():
         boxes = [colour for (cluster, name), colour in nodes.items() if name == server]
