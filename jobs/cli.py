@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "jobs.collect",     # config check
     "jobs.sandbox.cli",  # sandbox install|up|status|down
     "jobs.demo",        # demo
+    "jobs.report",      # report
 )
 
 DESCRIPTION = """\

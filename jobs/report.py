@@ -1,0 +1,999 @@
+"""``gtid-audit report``: one self-contained HTML page of a run, for people.
+
+The page shows the fleet at a glance (servers collected and failed, open findings by severity,
+new and resolved since the previous run, clusters ranked by risk), per cluster the replication
+topology as a graph (each edge coloured by the worst open finding of its pair, each server by
+its own findings; a click on an edge shows the evidence), failover readiness when the
+``failover_readiness`` table exists, trends over the last runs, and every finding in a table
+that filters by severity, cluster and check and links to the check's explanation.
+
+It reads only the Delta tables, through :func:`jobs.delta_io.read_arrow` (delta-rs, no JVM), so
+any past run can be rendered. The graphs are drawn by Graphviz (``dot`` to SVG) and the charts by
+Vega-Lite (rendered to SVG at build time by vl-convert); both are inlined, with the page's own
+small script and stylesheet, so the file opens without any network. At fleet scale the healthy
+clusters are listed, not drawn, and the table is paginated in the browser.
+
+:func:`write_report` is what the nightly job calls after a run: the page goes to
+``<warehouse>/_reports/<run_date>/<run_id>.html``, beside the alert feed.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import html
+import json
+import logging
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+__all__ = [
+    "REPORTS_DIR",
+    "ReportError",
+    "RunTables",
+    "build_model",
+    "load_run",
+    "purge_horizon_margins",
+    "register",
+    "render_html",
+    "report_location",
+    "write_report",
+]
+
+log = logging.getLogger("gtid_audit.report")
+
+#: Folder of the reports under the warehouse, beside ``_alert_feed`` (outside every table).
+REPORTS_DIR = "_reports"
+#: Runs shown by the trend charts.
+DEFAULT_TREND_RUNS = 10
+#: Clusters drawn as graphs at most; the others (least risky first) are listed without a graph.
+MAX_GRAPHS = 100
+#: Longest text kept for one evidence value in the page (GTID sets of big fleets can be long).
+MAX_EVIDENCE_CHARS = 4000
+#: Clusters drawn open (the others are drawn folded: one click opens them).
+OPEN_GRAPHS = 10
+#: Rows of the cluster ranking.
+RANKED_CLUSTERS = 20
+#: Rows of the purge-horizon table.
+HORIZON_ROWS = 25
+
+SEVERITIES = ("critical", "warning", "info")
+_SEV_RANK = {"critical": 0, "warning": 1, "info": 2}
+_RISK_WEIGHT = {"critical": 100, "warning": 10, "info": 1}
+
+#: One colour per state of a server or a pair; the legend of the page says the same.
+COLOURS = {
+    "critical": "#c62828",
+    "warning": "#ef6c00",
+    "info": "#1565c0",
+    "silenced": "#7e57c2",
+    "ok": "#2e7d32",
+    "unknown": "#9e9e9e",
+}
+_FILL = {
+    "critical": "#ffebee",
+    "warning": "#fff3e0",
+    "info": "#e3f2fd",
+    "silenced": "#ede7f6",
+    "ok": "#e8f5e9",
+    "unknown": "#f5f5f5",
+}
+_STATE_WORDS = {
+    "critical": "critical finding",
+    "warning": "warning finding",
+    "info": "info finding",
+    "silenced": "only silenced findings",
+    "ok": "healthy: audited, no finding",
+    "unknown": "not audited (a side was not collected or the source is unknown)",
+}
+
+#: Failover verdicts, best first; the failover_readiness table's vocabulary.
+VERDICTS = ("safe", "safe_after_catch_up", "loses_transactions", "propagates_errant",
+            "refuses_siblings", "cannot_serve")
+_VERDICT_STATE = {"safe": "ok", "safe_after_catch_up": "info", "loses_transactions": "critical",
+                  "propagates_errant": "critical", "refuses_siblings": "warning", "cannot_serve": "unknown"}
+
+
+class ReportError(RuntimeError):
+    """Raised when the report cannot be built: no audited run, an unknown run id, or an output
+    location that cannot be written. The message names the input."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """The rows of one run the report needs, read from the Delta tables (plain dicts)."""
+
+    run_id: str
+    run: Mapping[str, Any] | None
+    summary: Mapping[str, Any]
+    servers: Sequence[Mapping[str, Any]]
+    channels: Sequence[Mapping[str, Any]]
+    findings: Sequence[Mapping[str, Any]]
+    previous_run_id: str | None = None
+    previous_open_keys: frozenset[str] = frozenset()
+    #: run_summary rows of the last runs, oldest first (the current one last)
+    history: Sequence[Mapping[str, Any]] = ()
+    #: open errant_transactions findings of the runs in ``history``
+    errant_history: Sequence[Mapping[str, Any]] = ()
+    failover: Sequence[Mapping[str, Any]] | None = None
+    binary_logs: Sequence[Mapping[str, Any]] = ()
+    previous_servers: Sequence[Mapping[str, Any]] = ()
+    previous_channels: Sequence[Mapping[str, Any]] = ()
+    previous_binary_logs: Sequence[Mapping[str, Any]] = ()
+
+
+#: The columns the report uses, per table (fewer Python objects at fleet scale); None: all.
+_COLUMNS: dict[str, tuple[str, ...] | None] = {
+    "servers": ("run_id", "server", "cluster", "status", "host", "port", "aliases", "server_uuid", "version",
+                "gtid_executed", "gtid_purged"),
+    "channels": ("run_id", "server", "channel_name", "source_host", "source_port", "source_uuid", "source_server",
+                 "retrieved_gtid_set", "auto_position"),
+    "binary_logs": ("run_id", "server", "seq", "log_name", "previous_gtids", "previous_gtids_read"),
+}
+
+
+def _read(warehouse: str, name: str, run_id: str | None, storage_options, *,
+          where: tuple[str, str] | None = None) -> list[dict[str, Any]] | None:
+    """Rows of table ``name`` (one run), or None when the table does not exist; only the columns
+    of ``_COLUMNS`` that the table has, and only the rows where column == value for ``where``."""
+    import pyarrow.compute as pc
+
+    from jobs.delta_io import TableNotFoundError, read_arrow
+
+    try:
+        data = read_arrow(warehouse, name, run_id, storage_options)
+    except TableNotFoundError:
+        return None
+    wanted = _COLUMNS.get(name)
+    if wanted is not None:
+        data = data.select([c for c in wanted if c in data.column_names])
+    if where is not None:
+        data = data.filter(pc.equal(data[where[0]], where[1]))
+    return data.to_pylist()
+
+
+def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
+             trend_runs: int = DEFAULT_TREND_RUNS, step: Callable[..., None] | None = None) -> RunTables:
+    """Read what the report of ``run_id`` (None: the newest audited run) needs.
+
+    ``step(what, remaining=None)`` is called before each read; ``remaining`` (given once the runs
+    are known) is the number of reads still to come. Raises ReportError when no run was audited
+    or ``run_id`` was not audited.
+    """
+    step = step or (lambda _what, remaining=None: None)
+    step("run_summary")
+    summaries = _read(warehouse, "run_summary", None, storage_options) or []
+    if not summaries:
+        raise ReportError(f"no audited run in {warehouse!r} (run_summary is empty or missing): "
+                          "run `gtid-audit run` first")
+    summaries.sort(key=lambda s: (s["audited_at"], s["run_id"]))
+    by_id = {s["run_id"]: s for s in summaries}
+    if run_id is None:
+        run_id = summaries[-1]["run_id"]
+    elif run_id not in by_id:
+        from jobs.delta_io import validate_run_id
+
+        validate_run_id(run_id)
+        raise ReportError(f"run {run_id!r} was not audited (not in {warehouse}/run_summary)")
+    position = [s["run_id"] for s in summaries].index(run_id)
+    history = summaries[max(0, position + 1 - trend_runs):position + 1]
+    previous_run_id = summaries[position - 1]["run_id"] if position > 0 else None
+
+    tables: dict[str, Any] = {}
+    for i, name in enumerate(("runs", "servers", "channels", "findings", "binary_logs")):
+        step(name, remaining=6 + len(history) - 1 + (3 if previous_run_id else 0) if i == 0 else None)
+        tables[name] = _read(warehouse, name, run_id, storage_options) or []
+    step("failover_readiness")
+    failover = _read(warehouse, "failover_readiness", run_id, storage_options)
+
+    errant_history: list[dict[str, Any]] = []
+    previous_open: frozenset[str] = frozenset()
+    for past in history:
+        rid = past["run_id"]
+        if rid == run_id:
+            rows = tables["findings"]
+        else:
+            step(f"findings of {rid}")
+            rows = _read(warehouse, "findings", rid, storage_options, where=("status", "open")) or []
+        if rid == previous_run_id:
+            previous_open = frozenset(r["finding_key"] for r in rows if r["status"] == "open")
+        errant_history.extend(r for r in rows if r["check_id"] == "errant_transactions" and r["status"] == "open")
+    if previous_run_id is not None and previous_run_id not in {h["run_id"] for h in history}:
+        rows = _read(warehouse, "findings", previous_run_id, storage_options, where=("status", "open")) or []
+        previous_open = frozenset(r["finding_key"] for r in rows if r["status"] == "open")
+
+    previous = {"servers": [], "channels": [], "binary_logs": []}
+    if previous_run_id is not None:
+        for name in previous:
+            step(f"{name} of {previous_run_id}")
+            previous[name] = _read(warehouse, name, previous_run_id, storage_options) or []
+    runs = tables["runs"]
+    return RunTables(
+        run_id=run_id, run=runs[0] if runs else None, summary=by_id[run_id], servers=tables["servers"],
+        channels=tables["channels"], findings=tables["findings"], previous_run_id=previous_run_id,
+        previous_open_keys=previous_open, history=history, errant_history=errant_history,
+        failover=failover, binary_logs=tables["binary_logs"], previous_servers=previous["servers"],
+        previous_channels=previous["channels"], previous_binary_logs=previous["binary_logs"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The model: pure functions from rows to what the page shows
+
+
+NO_CLUSTER = "(no cluster)"
+
+
+def _worst(severities: Iterable[str]) -> str | None:
+    ranked = sorted(severities, key=lambda s: _SEV_RANK.get(s, 9))
+    return ranked[0] if ranked else None
+
+
+def _state(findings: Sequence[Mapping[str, Any]], known: bool) -> str:
+    """The colour state of a server or pair from its open findings; ``known`` says whether it
+    was audited at all (an unaudited thing with no finding is unknown, never healthy)."""
+    loud = [f["severity"] for f in findings if not f.get("silenced")]
+    if loud:
+        return _worst(loud) or "unknown"
+    if findings:
+        return "silenced"
+    return "ok" if known else "unknown"
+
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_EVIDENCE_CHARS:
+        return value[:MAX_EVIDENCE_CHARS] + f"... ({len(value) - MAX_EVIDENCE_CHARS} more characters)"
+    return value
+
+
+def _evidence(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"evidence": _clip(text)}
+    if not isinstance(value, dict):
+        return {"evidence": _clip(json.dumps(value))}
+    return {k: _clip(v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v, sort_keys=True))
+            for k, v in sorted(value.items())}
+
+
+def _element_id(kind: str, *parts: str | None) -> str:
+    """A stable, HTML-safe id for a graph element (names may hold any character)."""
+    digest = hashlib.sha1("\x1f".join(p or "" for p in parts).encode()).hexdigest()[:12]
+    return f"{kind}-{digest}"
+
+
+@dataclass
+class Pair:
+    """One replica channel: an edge of the topology."""
+
+    replica: str
+    channel: str
+    source: str | None
+    cluster: str
+    findings: list[Mapping[str, Any]] = field(default_factory=list)
+    state: str = "unknown"
+
+    @property
+    def element_id(self) -> str:
+        return _element_id("pair", self.replica, self.channel)
+
+
+@dataclass
+class Cluster:
+    """One cluster: its servers, its pairs, its open findings and its risk."""
+
+    name: str
+    servers: list[str] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+    open_findings: list[Mapping[str, Any]] = field(default_factory=list)
+    failed: int = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in SEVERITIES}
+        for f in self.open_findings:
+            if not f.get("silenced"):
+                out[f["severity"]] = out.get(f["severity"], 0) + 1
+        return out
+
+    @property
+    def risk(self) -> int:
+        return sum(_RISK_WEIGHT.get(s, 0) * n for s, n in self.counts.items())
+
+    @property
+    def healthy(self) -> bool:
+        counts = self.counts
+        return counts["critical"] == 0 and counts["warning"] == 0 and self.failed == 0
+
+
+@dataclass
+class Model:
+    """Everything the page shows, computed from the rows of one run."""
+
+    run_id: str
+    run_date: str
+    audited_at: str
+    servers_total: int
+    servers_failed: int
+    servers_partial: int
+    pairs_audited: int
+    counts: dict[str, int]
+    silenced: int
+    new: int
+    resolved: int
+    previous_run_id: str | None
+    clusters: list[Cluster]
+    server_state: dict[str, str]
+    server_cluster: dict[str, str]
+    server_status: dict[str, str]
+    server_findings: dict[str, list[Mapping[str, Any]]]
+    findings: list[Mapping[str, Any]]
+
+
+def _source_of_channels(servers: Sequence[Mapping[str, Any]], channels: Sequence[Mapping[str, Any]],
+                        findings: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str | None]:
+    """(replica, channel) -> inventory name of its source.
+
+    The channels table's ``source_server`` (the collector's resolution) when the column exists
+    and is set; otherwise the source the audit named in a pair finding of that channel;
+    otherwise the server whose host:port, alias or server_uuid matches the channel's.
+    """
+    from_findings = {(f["server"], f.get("channel") or ""): f["source"] for f in findings
+                     if f.get("source") and f.get("channel") is not None}
+    by_address: dict[tuple[str, int], str] = {}
+    by_uuid: dict[str, str] = {}
+    for s in servers:
+        if s.get("host") and s.get("port"):
+            by_address[(str(s["host"]).lower(), int(s["port"]))] = s["server"]
+        for alias in (s.get("aliases") or "").split(","):
+            host, _, port = alias.strip().rpartition(":")
+            if host and port.isdigit():
+                by_address.setdefault((host.lower(), int(port)), s["server"])
+        if s.get("server_uuid"):
+            by_uuid[str(s["server_uuid"]).lower()] = s["server"]
+    out: dict[tuple[str, str], str | None] = {}
+    for c in channels:
+        key = (c["server"], c.get("channel_name") or "")
+        source = c.get("source_server") or from_findings.get(key)
+        if source is None and c.get("source_uuid"):
+            source = by_uuid.get(str(c["source_uuid"]).lower())
+        if source is None and c.get("source_host") and c.get("source_port"):
+            source = by_address.get((str(c["source_host"]).lower(), int(c["source_port"])))
+        out[key] = source
+    return out
+
+
+def build_model(data: RunTables) -> Model:
+    """The page's content from one run's rows (pure: no I/O)."""
+    summary = data.summary
+    server_cluster = {s["server"]: s.get("cluster") or NO_CLUSTER for s in data.servers}
+    server_status = {s["server"]: s.get("status") or "failed" for s in data.servers}
+    for f in data.findings:  # a server known only from a finding (e.g. carried over)
+        server_cluster.setdefault(f["server"], f.get("cluster") or NO_CLUSTER)
+    open_rows = [f for f in data.findings if f["status"] == "open"]
+
+    sources = _source_of_channels(data.servers, data.channels, data.findings)
+    pairs: dict[tuple[str, str], Pair] = {}
+    for (replica, channel), source in sources.items():
+        pairs[(replica, channel)] = Pair(replica, channel, source, server_cluster.get(replica, NO_CLUSTER))
+    server_findings: dict[str, list[Mapping[str, Any]]] = {}
+    for f in open_rows:
+        if f.get("source") is None:
+            server_findings.setdefault(f["server"], []).append(f)
+            continue
+        key = (f["server"], f.get("channel") or "")
+        pair = pairs.get(key)
+        if pair is None:  # a pair known only from its finding (the replica was not collected now)
+            pair = pairs[key] = Pair(f["server"], key[1], f["source"], server_cluster.get(f["server"], NO_CLUSTER))
+        pair.findings.append(f)
+    for pair in pairs.values():
+        pair.findings.sort(key=lambda f: (_SEV_RANK.get(f["severity"], 9), f["check_id"]))
+        known = (pair.source is not None and server_status.get(pair.replica) in ("ok", "partial")
+                 and server_status.get(pair.source) in ("ok", "partial"))
+        pair.state = _state(pair.findings, known)
+    server_state = {name: _state(server_findings.get(name, []), server_status.get(name) in ("ok", "partial"))
+                    for name in server_cluster}
+
+    clusters: dict[str, Cluster] = {}
+    for name, cluster in sorted(server_cluster.items()):
+        c = clusters.setdefault(cluster, Cluster(cluster))
+        c.servers.append(name)
+        if server_status.get(name, "failed") == "failed":
+            c.failed += 1
+    for pair in pairs.values():
+        clusters.setdefault(pair.cluster, Cluster(pair.cluster)).pairs.append(pair)
+    for f in open_rows:
+        clusters.setdefault(f.get("cluster") or NO_CLUSTER, Cluster(f.get("cluster") or NO_CLUSTER)).open_findings.append(f)
+    ranked = sorted(clusters.values(), key=lambda c: (-c.risk, -c.failed, c.name))
+
+    loud = [f for f in open_rows if not f.get("silenced")]
+    counts = {s: sum(1 for f in loud if f["severity"] == s) for s in SEVERITIES}
+    new = sum(1 for f in open_rows if f["finding_key"] not in data.previous_open_keys)
+    resolved = sum(1 for f in data.findings if f["status"] == "resolved")
+    statuses = [s.get("status") for s in data.servers]
+    audited_at = summary.get("audited_at")
+    return Model(
+        run_id=data.run_id,
+        run_date=str(summary.get("run_date")),
+        audited_at=audited_at.strftime("%Y-%m-%d %H:%M UTC") if isinstance(audited_at, dt.datetime) else str(audited_at),
+        servers_total=len(data.servers),
+        servers_failed=statuses.count("failed"),
+        servers_partial=statuses.count("partial"),
+        pairs_audited=int(summary.get("pairs_audited") or 0),
+        counts=counts,
+        silenced=sum(1 for f in open_rows if f.get("silenced")),
+        new=new if data.previous_run_id is not None else len(open_rows),
+        resolved=resolved,
+        previous_run_id=data.previous_run_id,
+        clusters=ranked,
+        server_state=server_state,
+        server_cluster=server_cluster,
+        server_status=server_status,
+        server_findings=server_findings,
+        findings=sorted(data.findings, key=lambda f: (f["status"] != "open", _SEV_RANK.get(f["severity"], 9),
+                                                     f.get("cluster") or "", f["check_id"], f["server"],
+                                                     f.get("channel") or "")),
+    )
+
+
+def purge_horizon_margins(servers: Sequence[Mapping[str, Any]], channels: Sequence[Mapping[str, Any]],
+                          binary_logs: Sequence[Mapping[str, Any]],
+                          sources: Mapping[tuple[str, str], str | None]) -> dict[tuple[str, str], dict[str, Any]]:
+    """For each replica channel that lacks transactions of its source: how many transactions it
+    lacks and how many binary logs the source can still purge before it refuses the replica.
+
+    The margin is the position, in SHOW BINARY LOGS, of the file the source would stream from on
+    a reconnect (:func:`gtid_core.simulate_auto_position_reconnect`); ``None`` means the source
+    would already refuse it (the audit reports why). Pairs with any unknown input (a set not read,
+    a Previous_gtids not read, an unparseable value) are left out: unknown is not a margin.
+    A running replica always lacks what its source committed since the replica was read, so a
+    small count with a large margin is ordinary replication, not a problem.
+    """
+    from gtid_core import GtidSet, ServerSnapshot, simulate_auto_position_reconnect
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.reconnect import ReconnectKind, announced_gtid_set
+    from gtid_core.versions import MySQLVersion
+
+    by_name = {s["server"]: s for s in servers if s.get("status") in ("ok", "partial")}
+    logs_of: dict[str, list[Mapping[str, Any]]] = {}
+    for b in binary_logs:
+        logs_of.setdefault(b["server"], []).append(b)
+    executed_cache: dict[str, Any] = {}
+
+    def executed(name: str):
+        if name not in executed_cache:
+            text = by_name[name].get("gtid_executed")
+            executed_cache[name] = GtidSet.parse(text) if text is not None else None
+        return executed_cache[name]
+
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for c in channels:
+        key = (c["server"], c.get("channel_name") or "")
+        source = sources.get(key)
+        if source not in by_name or c["server"] not in by_name or c.get("auto_position") is False:
+            continue
+        try:
+            src_executed, rep_executed = executed(source), executed(c["server"])
+            if src_executed is None or rep_executed is None or c.get("retrieved_gtid_set") is None:
+                continue
+            if src_executed.is_subset(rep_executed):  # applied everything: nothing to lack (fast path)
+                continue
+            version_text = by_name[c["server"]].get("version")
+            announced = announced_gtid_set(rep_executed, GtidSet.parse(c["retrieved_gtid_set"]),
+                                           replica_version=MySQLVersion.parse(version_text) if version_text else None)
+            needed = src_executed - announced
+            if not needed:
+                continue
+            logs = logs_of.get(source)
+            if not logs or any(not b.get("previous_gtids_read") for b in logs):
+                continue
+            logs = sorted(logs, key=lambda b: b["seq"])
+            src = by_name[source]
+            snapshot = ServerSnapshot.from_rows(
+                {k: src.get(k) for k in ("server_uuid", "version", "gtid_executed", "gtid_purged")},
+                binary_logs=[{"Log_name": b["log_name"], "Previous_gtids": b.get("previous_gtids") or ""}
+                             for b in logs],
+                name=source)
+        except (GtidCoreError, ValueError) as exc:
+            log.debug("purge horizon of %s channel %r: %s", c["server"], key[1], exc)
+            continue
+        outcome = simulate_auto_position_reconnect(snapshot, announced)
+        if outcome.kind is ReconnectKind.STREAMS and outcome.start_file is not None:
+            margin = [b["log_name"] for b in logs].index(outcome.start_file)
+        elif outcome.refused:
+            margin = None
+        else:
+            continue
+        out[key] = {"replica": c["server"], "channel": key[1], "source": source, "lacking": needed.count(),
+                    "margin": margin, "binary_logs": len(logs), "start_file": outcome.start_file}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+
+def _asset(name: str) -> str:
+    return resources.files("jobs.report_assets").joinpath(name).read_text(encoding="utf-8")
+
+
+def _svg_only(svg: str) -> str:
+    """The <svg> element of a Graphviz or Vega SVG document (no XML prolog or DOCTYPE)."""
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else svg
+
+
+def _finding_line(f: Mapping[str, Any]) -> str:
+    mark = " (silenced)" if f.get("silenced") else ""
+    return f"{f['severity'].upper()} {f['check_id']}{mark}: {f['title']}"
+
+
+def cluster_graph(cluster: Cluster, model: Model):
+    """The topology of one cluster as a Graphviz digraph (:func:`draw_graphs` renders it).
+
+    Servers of other clusters that are sources of this cluster's replicas are drawn dashed.
+    Edge ``id`` attributes are the pairs' element ids: the page's script finds the evidence
+    by them.
+    """
+    import graphviz
+
+    g = graphviz.Digraph(name=cluster.name, format="svg", engine="dot")
+    g.attr(rankdir="LR", bgcolor="transparent", fontname="Helvetica", nodesep="0.35", ranksep="0.9")
+    g.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11", penwidth="2")
+    g.attr("edge", fontname="Helvetica", fontsize="10", penwidth="3", arrowsize="0.8")
+    drawn: set[str] = set()
+
+    def node(name: str, external: bool) -> None:
+        if name in drawn:
+            return
+        drawn.add(name)
+        state = model.server_state.get(name, "unknown")
+        status = model.server_status.get(name)
+        label = name
+        if status is None:
+            label += "\n(not in the inventory)"
+        elif status == "failed":
+            label += "\n(not collected)"
+        elif status == "partial":
+            label += "\n(partly collected)"
+        if external:
+            label += f"\n[{model.server_cluster.get(name, '?')}]"
+        lines = [f"{name}: {_STATE_WORDS[state]}"] + [_finding_line(f) for f in model.server_findings.get(name, [])]
+        g.node(name, label=label, color=COLOURS[state], fillcolor=_FILL[state],
+               style="rounded,filled,dashed" if external else "rounded,filled",
+               id=_element_id("server", cluster.name, name), tooltip="\n".join(lines),
+               **{"class": f"server state-{state}"})
+
+    for name in cluster.servers:
+        node(name, external=False)
+    for pair in sorted(cluster.pairs, key=lambda p: (p.replica, p.channel)):
+        source = pair.source or f"? ({pair.replica} {pair.channel or 'default'})"
+        node(source, external=pair.source is not None and model.server_cluster.get(source) != cluster.name)
+        lines = [f"{source} -> {pair.replica}" + (f" (channel {pair.channel})" if pair.channel else ""),
+                 _STATE_WORDS[pair.state]] + [_finding_line(f) for f in pair.findings]
+        lines.append("click for the evidence")
+        g.edge(source, pair.replica, label=pair.channel, color=COLOURS[pair.state], fontcolor=COLOURS[pair.state],
+               id=pair.element_id, tooltip="\n".join(lines), **{"class": f"pair state-{pair.state}"})
+    return g
+
+
+def draw_graphs(clusters: Sequence[Cluster], model: Model) -> dict[str, str]:
+    """cluster name -> inline SVG of its topology, drawn by one ``dot`` process for all of them
+    (``dot`` lays out every graph of its input in turn; one process per graph costs more than
+    the layouts at fleet scale)."""
+    import graphviz
+
+    if not clusters:
+        return {}
+    source = "\n".join(cluster_graph(c, model).source for c in clusters)
+    try:
+        out = graphviz.pipe("dot", "svg", source.encode("utf-8")).decode("utf-8")
+    except graphviz.ExecutableNotFound:
+        raise ReportError("Graphviz's 'dot' is not installed: the report draws its graphs with it "
+                          "(Debian: apt-get install graphviz)") from None
+    documents = [d for d in out.split("<?xml") if "<svg" in d]
+    if len(documents) != len(clusters):
+        raise ReportError(f"dot drew {len(documents)} graphs for {len(clusters)} clusters")
+    return {c.name: _svg_only(d) for c, d in zip(clusters, documents)}
+
+
+def _chart(spec: dict[str, Any]) -> str:
+    import vl_convert
+
+    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "config": {"font": "Helvetica", "view": {"stroke": None}}, **spec}
+    return _svg_only(vl_convert.vegalite_to_svg(spec))
+
+
+def trend_charts(data: RunTables) -> dict[str, str]:
+    """The trend charts as inline SVGs (Vega-Lite, rendered at build time): open findings per
+    check over the last runs, errant GTIDs per cluster. Empty when there is nothing to plot."""
+    charts: dict[str, str] = {}
+    per_check: list[dict[str, Any]] = []
+    for i, s in enumerate(data.history):
+        try:
+            by_check = json.loads(s.get("findings_by_check") or "{}")
+        except ValueError:
+            continue
+        for check_id, by_sev in sorted(by_check.items()):
+            per_check.append({"run": s["run_id"], "order": i, "check": check_id,
+                              "open": int(sum(by_sev.values()))})
+    if per_check:
+        charts["findings"] = _chart({
+            "title": "open findings per check",
+            "width": 520, "height": 220,
+            "data": {"values": per_check},
+            "mark": {"type": "line", "point": True},
+            "encoding": {
+                "x": {"field": "run", "type": "ordinal", "sort": {"field": "order"}, "title": "run",
+                      "axis": {"labelAngle": -30, "labelLimit": 140}},
+                "y": {"field": "open", "type": "quantitative", "title": "open findings"},
+                "color": {"field": "check", "type": "nominal", "title": "check",
+                          "legend": {"labelLimit": 260}},
+            },
+        })
+    order = {s["run_id"]: i for i, s in enumerate(data.history)}
+    errant: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
+    for f in data.errant_history:
+        if f.get("gtid_count") is None:
+            continue
+        per_run = errant.setdefault((f["run_id"], f.get("cluster") or NO_CLUSTER), {})
+        per_run[(f["server"], f.get("gtid_set") or "")] = int(f["gtid_count"])  # a set errant towards 2 sources counts once
+    if errant:
+        values = [{"run": rid, "order": order.get(rid, 0), "cluster": cl, "gtids": sum(sets.values())}
+                  for (rid, cl), sets in sorted(errant.items())]
+        charts["errant"] = _chart({
+            "title": "errant GTIDs per cluster",
+            "width": {"step": 40}, "height": 220,
+            "data": {"values": values},
+            "mark": {"type": "bar"},
+            "encoding": {
+                "x": {"field": "run", "type": "ordinal", "sort": {"field": "order"}, "title": "run",
+                      "axis": {"labelAngle": -30, "labelLimit": 140}},
+                "y": {"field": "gtids", "type": "quantitative", "title": "errant GTIDs", "stack": True},
+                "color": {"field": "cluster", "type": "nominal", "title": "cluster"},
+            },
+        })
+    return charts
+
+
+def _esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _badge(state: str, text: str | None = None) -> str:
+    return f'<span class="badge state-{_esc(state)}">{_esc(text or state)}</span>'
+
+
+def _explanations(check_ids: Iterable[str]) -> str:
+    from jobs.audit import explain_text  # lazily: the audit module pulls in Spark helpers
+
+    parts = []
+    for check_id in sorted(set(check_ids)):
+        try:
+            text = explain_text(check_id)
+        except Exception as exc:  # an id from an older run that the catalogue no longer knows
+            text = f"{check_id}: no explanation available ({exc})"
+        parts.append(f'<details class="explain" id="explain-{_esc(check_id)}"><summary><code>{_esc(check_id)}'
+                     f'</code></summary><pre>{_esc(text)}</pre></details>')
+    return "\n".join(parts)
+
+
+def _failover_section(rows: Sequence[Mapping[str, Any]] | None) -> str:
+    if rows is None:
+        return ""
+    if not rows:
+        return ('<section id="failover"><h2>Failover readiness</h2>'
+                '<p class="muted">The failover_readiness table has no row for this run.</p></section>')
+    rank = {v: i for i, v in enumerate(VERDICTS)}
+    by_source: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    for r in rows:
+        by_source.setdefault(r["source"], {}).setdefault(r["candidate"], []).append(r)
+    blocks = []
+    for source in sorted(by_source):
+        candidates = []
+        for candidate, items in by_source[source].items():
+            worst = max((r["verdict"] for r in items), key=lambda v: rank.get(v, len(VERDICTS)))
+            candidates.append((rank.get(worst, len(VERDICTS)), candidate, worst, items))
+        candidates.sort()
+        body = []
+        for n, (_, candidate, verdict, items) in enumerate(candidates, 1):
+            siblings = ", ".join(
+                f"{_esc(r.get('sibling') or '-')}: {_esc(r['verdict'])}"
+                + (f" ({_esc(r.get('detail') or r.get('reason'))})" if r.get("detail") or r.get("reason") else "")
+                for r in sorted(items, key=lambda r: (r.get("sibling") or "")))
+            body.append(f'<tr><td>{n}</td><td>{_esc(candidate)}</td>'
+                        f'<td>{_badge(_VERDICT_STATE.get(verdict, "unknown"), verdict)}</td><td>{siblings}</td></tr>')
+        blocks.append(f'<h3>source {_esc(source)}</h3><table class="plain"><thead><tr><th>#</th><th>candidate</th>'
+                      f'<th>verdict</th><th>per sibling</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
+    return f'<section id="failover"><h2>Failover readiness</h2>{"".join(blocks)}</section>'
+
+
+def _horizon_section(margins: Mapping[tuple[str, str], Mapping[str, Any]],
+                     previous: Mapping[tuple[str, str], Mapping[str, Any]], has_previous: bool) -> str:
+    if not margins:
+        return ('<h3>Purge horizon</h3><p class="muted">No replica lacks transactions its source can still '
+                'send, or the data to tell is missing.</p>')
+    rows = sorted(margins.values(), key=lambda m: (m["margin"] is not None, m["margin"] or 0, -m["lacking"],
+                                                   m["replica"], m["channel"]))
+    body = []
+    for m in rows[:HORIZON_ROWS]:
+        if m["margin"] is None:
+            margin, state = "refused now", "critical"
+        else:
+            margin, state = f'{m["margin"]} of {m["binary_logs"]}', ("warning" if m["margin"] == 0 else "ok")
+        before = previous.get((m["replica"], m["channel"]))
+        if not has_previous:
+            was = ""
+        elif before is None:
+            was = "caught up or unknown"
+        else:
+            was = ("refused" if before["margin"] is None else f'{before["margin"]} logs') + f', {before["lacking"]} trx'
+        body.append(f'<tr><td>{_esc(m["replica"])}</td><td>{_esc(m["channel"] or "(default)")}</td>'
+                    f'<td>{_esc(m["source"])}</td><td class="num">{m["lacking"]:,}</td>'
+                    f'<td>{_badge(state, margin)}</td><td>{_esc(m["start_file"] or "-")}</td>'
+                    f'{"<td>" + _esc(was) + "</td>" if has_previous else ""}</tr>')
+    more = f'<p class="muted">{len(rows) - HORIZON_ROWS} more not shown.</p>' if len(rows) > HORIZON_ROWS else ""
+    return ('<h3>Purge horizon: replicas that lack source transactions</h3>'
+            '<p class="muted">margin = binary logs the source can still purge before it refuses the replica '
+            '(0: the next purge of the oldest file). A running replica always lacks what was committed after '
+            'it was read.</p><table class="plain"><thead><tr><th>replica</th><th>channel</th><th>source</th>'
+            '<th>transactions lacking</th><th>margin (binary logs)</th><th>streams from</th>'
+            f'{"<th>previous run</th>" if has_previous else ""}</tr></thead><tbody>{"".join(body)}</tbody></table>{more}')
+
+
+def _finding_json(f: Mapping[str, Any], evidence: bool) -> dict[str, Any]:
+    out = {"check_id": f["check_id"], "severity": f["severity"], "title": f["title"], "detail": f["detail"],
+           "gtid_set": _clip(f.get("gtid_set")), "gtid_count": f.get("gtid_count"),
+           "remediation": f.get("remediation"), "silenced": bool(f.get("silenced")),
+           "first_seen": str(f.get("first_seen"))}
+    if evidence:
+        out["evidence"] = _evidence(f.get("evidence"))
+    return out
+
+
+#: Columns of the findings table, in the order of the rows embedded in the page.
+TABLE_COLUMNS = ("severity", "check_id", "cluster", "server", "source", "channel", "title", "gtid_count",
+                 "first_seen", "status", "silenced")
+
+
+def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, str], *,
+                failover: Sequence[Mapping[str, Any]] | None, horizon: str) -> str:
+    """The whole page as one string: markup, inline SVG, inline CSS and JavaScript, data as JSON."""
+    drawn = [c for c in model.clusters if c.name in graphs]
+    pairs_json = {p.element_id: {"replica": p.replica, "source": p.source, "channel": p.channel, "state": p.state,
+                                 "findings": [_finding_json(f, True) for f in p.findings]}
+                  for c in drawn for p in c.pairs}
+    rows = [[f["severity"], f["check_id"], f.get("cluster") or NO_CLUSTER, f["server"], f.get("source"),
+             f.get("channel"), f["title"], f.get("gtid_count"), str(f.get("first_seen")), f["status"],
+             bool(f.get("silenced"))] for f in model.findings]
+    data = {"columns": TABLE_COLUMNS, "rows": rows, "pairs": pairs_json, "colours": COLOURS}
+    data_json = json.dumps(data, separators=(",", ":"), default=str).replace("</", "<\\/")
+
+    tiles = [
+        ("servers collected", f"{model.servers_total - model.servers_failed:,} / {model.servers_total:,}", "ok"),
+        ("servers failed", f"{model.servers_failed:,}", "critical" if model.servers_failed else "ok"),
+        ("critical", f"{model.counts['critical']:,}", "critical" if model.counts["critical"] else "ok"),
+        ("warning", f"{model.counts['warning']:,}", "warning" if model.counts["warning"] else "ok"),
+        ("info", f"{model.counts['info']:,}", "info"),
+        ("new since previous run" if model.previous_run_id else "new (first run)", f"{model.new:,}",
+         "warning" if model.new else "ok"),
+        ("resolved", f"{model.resolved:,}", "ok"),
+    ]
+    tiles_html = "".join(f'<div class="tile state-{s}"><div class="value">{_esc(v)}</div>'
+                         f'<div class="label">{_esc(k)}</div></div>' for k, v, s in tiles)
+    risky = [c for c in model.clusters if not c.healthy]
+    healthy = [c for c in model.clusters if c.healthy]
+    rank_rows = "".join(
+        f'<tr><td>{i}</td><td><a href="#cluster-{_element_id("c", c.name)}">{_esc(c.name)}</a></td>'
+        f'<td class="num">{len(c.servers):,}</td><td class="num">{c.failed:,}</td>'
+        f'<td class="num">{c.counts["critical"]:,}</td><td class="num">{c.counts["warning"]:,}</td>'
+        f'<td class="num">{c.counts["info"]:,}</td><td class="num">{c.risk:,}</td></tr>'
+        for i, c in enumerate(risky[:RANKED_CLUSTERS], 1))
+    ranking = (f'<table class="plain"><thead><tr><th>#</th><th>cluster</th><th>servers</th><th>failed</th>'
+               f'<th>critical</th><th>warning</th><th>info</th><th>risk</th></tr></thead><tbody>{rank_rows}</tbody>'
+               f'</table>' if risky else '<p>No cluster has a warning or critical finding.</p>')
+    if len(risky) > RANKED_CLUSTERS:
+        ranking += f'<p class="muted">{len(risky) - RANKED_CLUSTERS} more clusters with findings below.</p>'
+
+    sections = []
+    for n, c in enumerate(risky):
+        anchor = f'cluster-{_element_id("c", c.name)}'
+        counts = c.counts
+        head = (f'{_esc(c.name)} <span class="muted">{_count(len(c.servers), "server")}, {_count(len(c.pairs), "channel")}</span> '
+                + (_badge("critical", f"{counts['critical']} critical") if counts["critical"] else "")
+                + (_badge("warning", f"{counts['warning']} warning") if counts["warning"] else "")
+                + (_badge("unknown", f"{c.failed} not collected") if c.failed else ""))
+        if c.name in graphs:
+            body = f'<div class="graph">{graphs[c.name]}</div>'
+        else:
+            body = ('<p class="muted">Graph not drawn (only the riskiest clusters are); its findings are in '
+                    'the table below.</p>')
+        opened = " open" if n < OPEN_GRAPHS else ""
+        sections.append(f'<details class="cluster" id="{anchor}"{opened} data-cluster="{_esc(c.name)}">'
+                        f'<summary>{head}</summary>{body}</details>')
+    healthy_html = ""
+    if healthy:
+        items = ", ".join(f"{_esc(c.name)} ({len(c.servers):,})" for c in healthy)
+        healthy_html = (f'<details class="cluster healthy"><summary>{_count(len(healthy), "healthy cluster")} '
+                        f'({sum(len(c.servers) for c in healthy):,} servers): every server collected, every pair '
+                        f'audited without a warning or critical finding</summary><p>{items}</p></details>')
+    legend = "".join(f'<span class="legend-item"><span class="swatch" style="background:{COLOURS[s]}"></span>'
+                     f'{_esc(_STATE_WORDS[s])}</span>' for s in COLOURS)
+    trend_html = "".join(f'<div class="chart">{svg}</div>' for svg in charts.values()) or \
+        '<p class="muted">No trend yet: one audited run.</p>'
+    checks = sorted({f["check_id"] for f in model.findings})
+    clusters = sorted({f.get("cluster") or NO_CLUSTER for f in model.findings})
+
+    def options(values: Iterable[str]) -> str:
+        return "".join(f'<option value="{_esc(v)}">{_esc(v)}</option>' for v in values)
+
+    page = Template(_asset("report.html"))
+    return page.substitute(
+        title=_esc(f"gtid-audit report {model.run_id}"),
+        css=_asset("report.css"),
+        js=_asset("report.js"),
+        data=data_json,
+        run_id=_esc(model.run_id),
+        run_date=_esc(model.run_date),
+        audited_at=_esc(model.audited_at),
+        previous=_esc(model.previous_run_id or "none"),
+        pairs_audited=f"{model.pairs_audited:,}",
+        silenced=f"{model.silenced:,}",
+        tiles=tiles_html,
+        ranking=ranking,
+        legend=legend,
+        clusters="\n".join(sections) + healthy_html,
+        failover=_failover_section(failover),
+        trends=trend_html,
+        horizon=horizon,
+        severity_options=options(SEVERITIES),
+        cluster_options=options(clusters),
+        check_options=options(checks),
+        explanations=_explanations(checks),
+        finding_count=f"{len(model.findings):,}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def report_location(warehouse: str, run_date: Any, run_id: str) -> str:
+    """Where the job writes a run's report: ``<warehouse>/_reports/<run_date>/<run_id>.html``."""
+    return f"{warehouse.rstrip('/')}/{REPORTS_DIR}/{run_date}/{run_id}.html"
+
+
+#: progress steps of write_report after the tables are read
+_AFTER_READING = 5
+
+
+@contextmanager
+def _progress(enabled: bool, total: int) -> Iterator[Callable[..., None]]:
+    """A rich progress bar on stderr when ``enabled`` (a terminal); otherwise a silent step.
+    ``step(what, remaining=n)`` also resets the total to the steps done plus ``n``."""
+    if not enabled:
+        yield lambda _what, remaining=None: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("report"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("", total=total)
+
+        def step(what: str, remaining: int | None = None) -> None:
+            if remaining is not None:
+                bar.update(task, total=bar.tasks[0].completed + remaining + _AFTER_READING)
+            bar.update(task, advance=1, description=what)
+
+        yield step
+
+
+def write_report(warehouse: str, run_id: str | None = None, out: str | Path | None = None, *,
+                 storage_options: Mapping[str, str] | None = None, trend_runs: int = DEFAULT_TREND_RUNS,
+                 progress: bool | None = None) -> Path | str:
+    """Render the report of ``run_id`` (None: the newest audited run) and write it to ``out``
+    (default :func:`report_location`); return where it was written (a Path for a local file,
+    the URI for an object store). ``progress=None`` shows a bar only when stderr is a terminal."""
+    started = time.monotonic()
+    if progress is None:
+        progress = sys.stderr.isatty()
+    with _progress(progress, total=8 + trend_runs + _AFTER_READING) as step:
+        data = load_run(warehouse, run_id, storage_options=storage_options, trend_runs=trend_runs, step=step)
+        step("model")
+        model = build_model(data)
+        drawn = [c for c in model.clusters if not c.healthy][:MAX_GRAPHS]
+        step(f"graphs of {len(drawn)} clusters")
+        graphs = draw_graphs(drawn, model)
+        step("charts")
+        charts = trend_charts(data)
+        step("purge horizon")
+        sources = {(p.replica, p.channel): p.source for c in model.clusters for p in c.pairs}
+        margins = purge_horizon_margins(data.servers, data.channels, data.binary_logs, sources)
+        previous = purge_horizon_margins(data.previous_servers, data.previous_channels, data.previous_binary_logs,
+                                         _source_of_channels(data.previous_servers, data.previous_channels, []))
+        step("page")
+        page = render_html(model, graphs, charts, failover=data.failover,
+                           horizon=_horizon_section(margins, previous, data.previous_run_id is not None))
+        target = str(out) if out is not None else report_location(warehouse, model.run_date, model.run_id)
+        where = _write(target, page)
+    log.info("report of run %s written to %s (%d bytes, %.1f s)", model.run_id, where, len(page.encode()),
+             time.monotonic() - started)
+    return where
+
+
+def _write(target: str, page: str) -> Path | str:
+    body = page.encode("utf-8")
+    if "://" in target:
+        from pyarrow import fs as pafs
+
+        filesystem, path = pafs.FileSystem.from_uri(target)
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with filesystem.open_output_stream(path) as stream:
+            stream.write(body)
+        return target
+    path = Path(target)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+    except OSError as exc:
+        raise ReportError(f"cannot write the report to {target!r}: {exc}") from None
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``gtid-audit report``."""
+    from jobs.config import ConfigError, load_config
+    from jobs.delta_io import DeltaIOError
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 1
+    try:
+        where = write_report(config.resolved_warehouse(), args.run_id, args.out,
+                             storage_options=dict(config.storage_options or {}) or None,
+                             trend_runs=args.trend_runs)
+    except (ReportError, DeltaIOError, ValueError) as exc:
+        log.error("%s", exc)
+        return 1
+    print(where)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``report`` to the gtid-audit parser."""
+    p = subparsers.add_parser(
+        "report", help="write one self-contained HTML report of a run (topology, trends, findings)",
+        description="Write one self-contained HTML page of an audited run: the fleet at a glance, each "
+                    "cluster's topology coloured by its findings, failover readiness, trends, and the "
+                    "findings table. Reads only the Delta tables; opens without network.")
+    p.add_argument("--config", required=True, help="the configuration file (for the warehouse)")
+    p.add_argument("--run-id", default=None, help="an audited run (default: the newest)")
+    p.add_argument("--out", default=None,
+                   help=f"where to write the page (default: <warehouse>/{REPORTS_DIR}/<run_date>/<run_id>.html)")
+    p.add_argument("--trend-runs", type=int, default=DEFAULT_TREND_RUNS, metavar="N",
+                   help=f"runs shown by the trend charts (default {DEFAULT_TREND_RUNS})")
+    p.set_defaults(func=cmd_report)

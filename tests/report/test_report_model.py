@@ -1,0 +1,147 @@
+"""The report's model from table rows, without a browser: colours of pairs and servers (unknown
+is never green), where edges come from when channels.source_server is missing, the purge-horizon
+margins, and a synthetic multi-run warehouse rendered end to end (healthy clusters collapsed,
+trends over the runs)."""
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from jobs.report import RunTables, build_model, purge_horizon_margins, write_report
+
+ROOT = Path(__file__).resolve().parents[2]
+U1, U2 = "11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"
+
+
+def _server(name, status="ok", cluster="c", **kw):
+    return {"server": name, "cluster": cluster, "status": status, "host": f"{name}.db", "port": 3306,
+            "aliases": None, **kw}
+
+
+def _channel(replica, source=None, channel="", **kw):
+    return {"server": replica, "channel_name": channel, "source_server": source, **kw}
+
+
+def _finding(check_id, severity, server, source=None, channel=None, silenced=False, status="open"):
+    return {"finding_key": f"{check_id}|{server}|{source}|{channel}", "check_id": check_id, "severity": severity,
+            "cluster": "c", "server": server, "source": source, "channel": channel, "title": check_id,
+            "detail": "", "status": status, "silenced": silenced, "first_seen": dt.date(2026, 11, 1)}
+
+
+def _tables(servers, channels, findings, previous_open=frozenset(), previous_run_id=None):
+    return RunTables(run_id="r1", run=None, summary={"run_date": dt.date(2026, 11, 2), "pairs_audited": 1},
+                     servers=servers, channels=channels, findings=findings, previous_run_id=previous_run_id,
+                     previous_open_keys=frozenset(previous_open))
+
+
+@pytest.mark.parametrize("servers, findings, expected", [
+    ([_server("s"), _server("r")], [], "ok"),
+    ([_server("s", "failed"), _server("r")], [], "unknown"),
+    ([_server("s"), _server("r", "failed")], [], "unknown"),
+    ([_server("s"), _server("r")], [_finding("errant_transactions", "critical", "r", "s", "", silenced=True)],
+     "silenced"),
+    ([_server("s"), _server("r")], [_finding("replication_stopped", "warning", "r", "s", ""),
+                                     _finding("errant_transactions", "critical", "r", "s", "")], "critical"),
+    ([_server("s"), _server("r")], [_finding("errant_transactions", "critical", "r", "s", "", status="resolved")],
+     "ok"),
+], ids=["healthy", "source-not-collected", "replica-not-collected", "only-silenced", "worst-wins",
+        "resolved-is-not-open"])
+def test_pair_colour_state(servers, findings, expected):
+    """A pair is green only when both ends were collected and no open finding is on it."""
+    model = build_model(_tables(servers, [_channel("r", "s")], findings))
+    (pair,) = [p for c in model.clusters for p in c.pairs]
+    assert pair.state == expected
+
+
+def test_server_state_unknown_when_not_collected():
+    """A server that was not collected is grey unless a finding says more; a healthy one is green."""
+    model = build_model(_tables([_server("a"), _server("b", "failed"), _server("x", "failed")], [],
+                                [_finding("collection_failed", "critical", "x")]))
+    assert model.server_state == {"a": "ok", "b": "unknown", "x": "critical"}
+
+
+@pytest.mark.parametrize("channel, findings, expected", [
+    ({"source_host": "s.db", "source_port": 3306}, [], "s"),
+    ({"source_host": "vip.db", "source_port": 3306}, [], "t"),
+    ({"source_host": "gone.db", "source_port": 3306, "source_uuid": U2.upper()}, [], "t"),
+    ({"source_host": "gone.db", "source_port": 3306},
+     [_finding("replication_stopped", "warning", "r", "s", "")], "s"),
+    ({"source_host": "gone.db", "source_port": 3306}, [], None),
+], ids=["host-port", "alias", "server-uuid", "from-a-finding", "unresolved"])
+def test_edges_without_source_server_column(channel, findings, expected):
+    """When channels has no source_server, the edge comes from a finding, then address, alias or UUID."""
+    servers = [_server("s", server_uuid=U1), _server("t", aliases="vip.db:3306", server_uuid=U2), _server("r")]
+    model = build_model(_tables(servers, [{"server": "r", "channel_name": "", **channel}], findings))
+    (pair,) = [p for c in model.clusters for p in c.pairs]
+    assert pair.source == expected
+    assert pair.state == ("unknown" if expected is None else "warning" if findings else "ok")
+
+
+def test_new_counts_findings_not_open_in_the_previous_run():
+    """'new' is the open findings whose key was not open in the previous run."""
+    findings = [_finding("errant_transactions", "critical", "r", "s", ""), _finding("gtid_mode_off", "warning", "r")]
+    model = build_model(_tables([_server("s"), _server("r")], [_channel("r", "s")], findings,
+                                previous_open={findings[0]["finding_key"]}, previous_run_id="r0"))
+    assert (model.new, model.resolved) == (1, 0)
+
+
+def _horizon_inputs(**channel_overrides):
+    servers = [_server("s", server_uuid=U1, version="8.4.3", gtid_executed=f"{U1}:1-1000", gtid_purged=f"{U1}:1-10"),
+               _server("r", server_uuid=U2, version="8.4.3", gtid_executed=f"{U1}:1-150")]
+    logs = [{"server": "s", "seq": i, "log_name": f"binlog.{i:06d}", "previous_gtids": prev,
+             "previous_gtids_read": True} for i, prev in enumerate((f"{U1}:1-10", f"{U1}:1-100", f"{U1}:1-900"))]
+    channels = [{"server": "r", "channel_name": "", "retrieved_gtid_set": f"{U1}:1-150", "auto_position": True,
+                 **channel_overrides}]
+    return servers, channels, logs
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    ({}, {"lacking": 850, "margin": 1, "start_file": "binlog.000001"}),
+    ({"retrieved_gtid_set": f"{U1}:1-1000"}, None),            # caught up (received everything)
+    ({"retrieved_gtid_set": None}, None),                      # unknown: left out
+    ({"auto_position": False}, None),                          # file/position channel: no reconnect model
+], ids=["lagging", "caught-up", "retrieved-unknown", "no-auto-position"])
+def test_purge_horizon_margin(overrides, expected):
+    """The margin is the start file's position in the source's binary logs; unknowns give no row."""
+    servers, channels, logs = _horizon_inputs(**overrides)
+    margins = purge_horizon_margins(servers, channels, logs, {("r", ""): "s"})
+    if expected is None:
+        assert margins == {}
+    else:
+        row = margins[("r", "")]
+        assert {k: row[k] for k in expected} == expected
+
+
+def test_purge_horizon_unread_previous_gtids_is_unknown():
+    """A binary log whose Previous_gtids was not read makes the margin unknown, not 0."""
+    servers, channels, logs = _horizon_inputs()
+    logs[1] = {**logs[1], "previous_gtids": None, "previous_gtids_read": False}
+    assert purge_horizon_margins(servers, channels, logs, {("r", ""): "s"}) == {}
+
+
+def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(tmp_path):
+    """Three runs of a 300-server synthetic fleet (benchmarks/report_scale.py): the page draws only
+    clusters with findings, lists the healthy ones in one collapsed group, and plots the runs."""
+    spec = importlib.util.spec_from_file_location("report_scale", ROOT / "benchmarks" / "report_scale.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from jobs.delta_io import write_run_rows
+
+    warehouse = tmp_path / "warehouse"
+    for run_no in range(3):
+        rows = bench.run_rows(300, run_no)
+        for table, table_rows in rows.items():
+            write_run_rows(table, table_rows, warehouse=str(warehouse), run_id=rows["runs"][0]["run_id"])
+    page = write_report(str(warehouse), out=tmp_path / "r.html", progress=False)
+    text = Path(page).read_text()
+    risky = {f["cluster"] for f in rows["findings"]}
+    assert 0 < len(risky) < 30
+    assert text.count('<div class="graph">') == len(risky)
+    assert f'{30 - len(risky)} healthy clusters' in text
+    assert "open findings per check" in text and "errant GTIDs per cluster" in text
+    for run_no in range(3):
+        assert f"{(bench.DAY0 + dt.timedelta(days=run_no)):%Y%m%d}T030000Z-bench" in text
+    assert "Purge horizon: replicas that lack source transactions" in text
