@@ -9,12 +9,13 @@ purged; replicas are in sync, except one pair in 100 whose replica has 3 errant 
 of its own UUID (so each run must find exactly N/100 errant pairs: the figure is checked). No
 relay-log tail (``relay_tail_events`` NULL: "not read"), the common case of a healthy fleet.
 
-Tables are built with pyarrow in the collection schemas (``schemas.collection``), handed to
-Spark as DataFrames, and the stage timed is what ``jobs.audit.audit_run`` does between reading
-and writing: source resolution on the driver (``SourceResolver`` over every channel) and the
-checks in Spark (``run_checks``: the pair join and ``mapInArrow`` over ``run_pair_checks`` plus
-``run_server_checks``). Figures: seconds, microseconds per pair, pairs per second. The
-numbers are recorded in docs/benchmarks.md (section "Audit stage per pair").
+Tables are built with pyarrow in the collection schemas (``schemas.collection``), with each
+channel's ``source_server`` filled as the collector's resolver writes it, and written to a Delta
+warehouse with delta-spark; the stage timed is the whole ``jobs.audit.audit_run``: reading the
+snapshot tables, the pair joins grouped by source, the checks and the failover model over Arrow
+batches, history, and the Delta commits of findings, alerts, failover_readiness, uuid_registry and
+run_summary. Figures: seconds, microseconds per pair, pairs per second. The numbers are recorded
+in docs/benchmarks.md (section "Audit stage per pair").
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def synthetic_tables(n_pairs: int) -> dict[str, pa.Table]:
         names.append(f"src{s}"); hosts.append(f"src{s}.db"); uuids.append(u)
         executed.append(f"{u}:1-1000"); purged.append(f"{u}:1-100"); clusters.append(f"c{s % 50}")
     errant = 0
-    ch_server, ch_host, ch_uuid, ch_set = [], [], [], []
+    ch_server, ch_host, ch_uuid, ch_set, ch_source = [], [], [], [], []
     for r in range(n_pairs):
         s = r % n_src
         su, ru = _uuid(1, s), _uuid(2, r)
@@ -67,6 +68,7 @@ def synthetic_tables(n_pairs: int) -> dict[str, pa.Table]:
             executed.append(f"{su}:1-1000")
         purged.append(f"{su}:1-100")
         ch_server.append(f"rep{r}"); ch_host.append(f"src{s}.db"); ch_uuid.append(su); ch_set.append(f"{su}:1-1000")
+        ch_source.append(f"src{s}")
     n_servers = len(names)
     const = lambda v: [v] * n_servers  # noqa: E731
     servers = _table(SERVERS.to_arrow(), {
@@ -98,6 +100,7 @@ def synthetic_tables(n_pairs: int) -> dict[str, pa.Table]:
         "run_id": [RUN_ID] * n, "run_date": [RUN_DATE] * n, "server": ch_server,
         "cluster": [clusters[n_src + i] for i in range(n)], "read_at": [READ_AT] * n,
         "channel_name": [""] * n, "status_statement": ["SHOW REPLICA STATUS"] * n,
+        "source_server": ch_source, "source_method": ["name"] * n,
         "source_host": ch_host, "source_port": [3306] * n, "source_uuid": ch_uuid,
         "retrieved_gtid_set": ch_set, "executed_gtid_set": [executed[n_src + i] for i in range(n)],
         "io_running": ["Yes"] * n, "sql_running": ["Yes"] * n, "auto_position": [True] * n,
@@ -112,71 +115,62 @@ def synthetic_tables(n_pairs: int) -> dict[str, pa.Table]:
             "expected_errant": errant}
 
 
-def bench(spark, n_pairs: int) -> dict[str, float]:
-    """Build the tables, then time resolution and the Spark checks; returns the figures."""
-    from jobs.audit import run_checks
-    from jobs.pairs import SourceResolver, inventory_from_rows
-    from schemas.collection import BINARY_LOGS, CHANNELS, RELAY_LOG_TAIL, SERVERS
+def bench(spark, n_pairs: int, root: str) -> dict[str, float]:
+    """Build and write the tables, then time the whole audit stage; returns the figures."""
+    from jobs.audit import audit_run
+    from jobs.config import parse_config
+    from jobs.delta_io import read_arrow, write_run_frame, write_run_rows
+    from schemas.collection import BINARY_LOGS, CHANNELS, RELAY_LOG_TAIL, RUNS, SERVERS
 
     t0 = time.perf_counter()
     tables = synthetic_tables(n_pairs)
     build_s = time.perf_counter() - t0
-
+    warehouse = os.path.join(root, f"wh-{n_pairs}")
     t0 = time.perf_counter()
-    servers_rows = tables["servers"].select(["server", "host", "port", "cluster", "aliases", "server_uuid",
-                                             "hostname", "reported_port"]).to_pylist()
-    resolver = SourceResolver(inventory_from_rows(servers_rows))
-    resolved = []
-    for c in tables["channels"].select(["server", "channel_name", "source_host", "source_port",
-                                        "source_uuid"]).to_pylist():
-        res = resolver.resolve(c["server"], c["source_host"], c["source_port"], c["source_uuid"])
-        resolved.append((c["server"], c["channel_name"], res.source))
-    resolve_s = time.perf_counter() - t0
-    registry = {r["server_uuid"]: r["server"] for r in servers_rows}
-
-    dfs = {
-        "servers": spark.createDataFrame(tables["servers"], schema=SERVERS.to_spark()),
-        "binary_logs": spark.createDataFrame(tables["binary_logs"], schema=BINARY_LOGS.to_spark()),
-        "channels": spark.createDataFrame(tables["channels"], schema=CHANNELS.to_spark()),
-        "relay_log_tail": spark.createDataFrame(tables["relay_log_tail"], schema=RELAY_LOG_TAIL.to_spark()),
-    }
-    resolved_df = spark.createDataFrame(
-        pa.table({"server": [r[0] for r in resolved], "channel_name": [r[1] for r in resolved],
-                  "source_server": [r[2] for r in resolved]}))
+    for schema, name in ((SERVERS, "servers"), (BINARY_LOGS, "binary_logs"), (CHANNELS, "channels"),
+                         (RELAY_LOG_TAIL, "relay_log_tail")):
+        write_run_frame(spark, schema, spark.createDataFrame(tables[name], schema=schema.to_spark()),
+                        warehouse=warehouse, run_id=RUN_ID)
+    write_run_rows(spark, "collection_errors", [], warehouse=warehouse, run_id=RUN_ID)
+    write_run_rows(spark, RUNS, [{"run_id": RUN_ID, "run_date": RUN_DATE, "started_at": READ_AT,
+                                  "finished_at": READ_AT, "warehouse": warehouse, "writer": "delta-spark",
+                                  "servers_configured": tables["servers"].num_rows, "servers_discovered": 0,
+                                  "servers_ok": tables["servers"].num_rows, "servers_partial": 0,
+                                  "servers_failed": 0, "error_count": 0, "collector_version": "bench"}],
+                   warehouse=warehouse, run_id=RUN_ID)
+    write_s = time.perf_counter() - t0
+    config = parse_config({"warehouse": warehouse, "defaults": {"user": "bench"},
+                           "servers": [{"name": "src0", "host": "src0.db"}]})
     t0 = time.perf_counter()
-    findings = run_checks(spark, servers_df=dfs["servers"], binlogs_df=dfs["binary_logs"],
-                          channels_df=dfs["channels"], relay_df=dfs["relay_log_tail"], resolved_df=resolved_df,
-                          registry=registry)
-    checks_s = time.perf_counter() - t0
+    outcome = audit_run(spark, config, run_id=RUN_ID, send_alerts=False)
+    audit_s = time.perf_counter() - t0
+    findings = read_arrow(warehouse, "findings", RUN_ID).to_pylist()
     errant = sum(1 for f in findings if f["check_id"] == "errant_transactions")
     if errant != tables["expected_errant"]:
         raise SystemExit(f"{n_pairs} pairs: found {errant} errant pairs, expected {tables['expected_errant']}; "
                          f"checks found {sorted({f['check_id'] for f in findings})}")
-    total = resolve_s + checks_s
-    return {"pairs": n_pairs, "build_s": build_s, "resolve_s": resolve_s, "checks_s": checks_s,
-            "total_s": total, "us_per_pair": total / n_pairs * 1e6, "pairs_per_s": n_pairs / total,
-            "findings": len(findings)}
+    return {"pairs": n_pairs, "build_s": build_s, "write_s": write_s, "audit_s": audit_s,
+            "us_per_pair": audit_s / n_pairs * 1e6, "pairs_per_s": n_pairs / audit_s,
+            "findings": outcome.summary["findings_open"]}
 
 
 def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [10_000, 100_000]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    import tempfile
 
-    spark = (SparkSession.builder.master("local[2]").appName("bench-audit-pairs")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "6g")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.python.worker.reuse", "true").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    bench(spark, 1000)  # warm-up: JVM, Python workers
-    print(f"{'pairs':>9} {'build s':>8} {'resolve s':>9} {'checks s':>9} {'total s':>8} {'us/pair':>8} "
-          f"{'pairs/s':>9} {'findings':>8}")
+    from jobs.config import SparkSettings
+    from jobs.spark import build_session
+
+    spark = build_session(SparkSettings(master="local[2]", app_name="bench-audit-pairs",
+                                        conf={"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "6g"}))
+    root = tempfile.mkdtemp(prefix="bench-audit-")
+    bench(spark, 1000, root)  # warm-up: JVM, Python workers
+    print(f"{'pairs':>9} {'build s':>8} {'write s':>8} {'audit s':>8} {'us/pair':>8} {'pairs/s':>9} {'findings':>8}")
     for n in sizes:
-        r = bench(spark, n)
-        print(f"{r['pairs']:>9} {r['build_s']:>8.1f} {r['resolve_s']:>9.1f} {r['checks_s']:>9.1f} "
-              f"{r['total_s']:>8.1f} {r['us_per_pair']:>8.1f} {r['pairs_per_s']:>9.0f} {r['findings']:>8}",
-              flush=True)
+        r = bench(spark, n, root)
+        print(f"{r['pairs']:>9} {r['build_s']:>8.1f} {r['write_s']:>8.1f} {r['audit_s']:>8.1f} "
+              f"{r['us_per_pair']:>8.1f} {r['pairs_per_s']:>9.0f} {r['findings']:>8}", flush=True)
     spark.stop()
     return 0
 

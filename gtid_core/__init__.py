@@ -11,10 +11,28 @@ package's own business.
   reconnects with AUTO_POSITION, version by version.
 - ``parse_relay_log``: the transaction boundary parser over ``SHOW RELAYLOG EVENTS`` rows.
 - ``run_server_checks`` / ``run_pair_checks``: the checks, returning ``Finding`` records;
-  ``CHECKS`` describes each check id.
+  ``REGISTRY`` describes every check id (pure, job-level and failover checks).
+- ``model_failover``: what promoting each replica of a source would do to its siblings.
 """
-from gtid_core.checks import CHECKS, CheckInfo, FleetContext, run_pair_checks, run_server_checks
+from gtid_core.checks import (
+    CHECKS,
+    CheckInfo,
+    FleetContext,
+    pair_reconnect_outcome,
+    run_pair_checks,
+    run_server_checks,
+)
 from gtid_core.errors import GtidCoreError, GtidParseError, SnapshotError, VersionParseError
+from gtid_core.failover import (
+    FAILOVER_CHECKS,
+    FailoverModel,
+    FailoverReplica,
+    check_duplicate_server_identity,
+    failover_findings,
+    failover_rows,
+    model_failover,
+    split_errant,
+)
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import MAX_GNO, GtidSet
 from gtid_core.reconnect import (
@@ -23,6 +41,7 @@ from gtid_core.reconnect import (
     ReconnectKind,
     ReconnectOutcome,
     announced_gtid_set,
+    reconnect_outcome,
     simulate_auto_position_reconnect,
 )
 from gtid_core.relay_log import (
@@ -34,6 +53,7 @@ from gtid_core.relay_log import (
     parse_relay_log,
 )
 from gtid_core.snapshots import BinaryLog, ChannelSnapshot, Gtid, ServerSnapshot, variables_from_rows
+from gtid_core.registry import REGISTRY
 from gtid_core.versions import MySQLVersion
 
 __all__ = [
@@ -44,6 +64,9 @@ __all__ = [
     "CheckInfo",
     "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS",
     "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER",
+    "FAILOVER_CHECKS",
+    "FailoverModel",
+    "FailoverReplica",
     "Finding",
     "FleetContext",
     "Gtid",
@@ -54,6 +77,7 @@ __all__ = [
     "MySQLVersion",
     "ParserState",
     "ReconnectKind",
+    "REGISTRY",
     "ReconnectOutcome",
     "RelayLogEvent",
     "ServerSnapshot",
@@ -61,12 +85,19 @@ __all__ = [
     "SnapshotError",
     "VersionParseError",
     "announced_gtid_set",
+    "check_duplicate_server_identity",
     "empty_transaction_sql",
     "events_from_rows",
+    "failover_findings",
+    "failover_rows",
     "gtid_of_event",
+    "model_failover",
+    "pair_reconnect_outcome",
     "parse_relay_log",
+    "reconnect_outcome",
     "run_pair_checks",
     "run_server_checks",
     "simulate_auto_position_reconnect",
+    "split_errant",
     "variables_from_rows",
 ]

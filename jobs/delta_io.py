@@ -133,21 +133,44 @@ def _check_existing(schema: TableSchema, history: list[Mapping[str, Any]],
         )
 
 
+def _inspect_with_delta_rs(uri: str) -> tuple[bool, list, list] | None:
+    """(exists, history, fields) of the table at ``uri`` read from its log with delta-rs, which
+    answers in milliseconds without a Spark job; None when delta-rs cannot read the location
+    (an object store it has no credentials for): the caller then asks delta-spark."""
+    try:
+        from deltalake import DeltaTable as RsTable
+        from deltalake.exceptions import TableNotFoundError as RsTableNotFound
+
+        try:
+            table = RsTable(uri)
+        except RsTableNotFound:
+            return False, [], []
+        return True, table.history(50), [(f.name, f.nullable) for f in table.schema().fields]
+    except Exception:  # not a local path delta-rs can read here
+        return None
+
+
 def _prepare(spark, schema: TableSchema, uri: str) -> None:
     """Create the table with the schema's exact columns, or check the existing one."""
     from delta.tables import DeltaTable
 
-    existing = _delta_table(spark, uri)
-    if existing is None:
-        builder = (DeltaTable.createIfNotExists(spark).location(uri).addColumns(schema.to_spark())
-                   .comment(f"gtid-audit {schema.name}, schema version {schema.version}"))
-        if schema.partition_by:
-            builder = builder.partitionedBy(*schema.partition_by)
-        builder.execute()
+    seen = _inspect_with_delta_rs(uri)
+    if seen is None:
+        existing = _delta_table(spark, uri)
+        if existing is not None:
+            history = [r.asDict() for r in existing.history(50).select("userMetadata").collect()]
+            seen = (True, history, [(f.name, f.nullable) for f in existing.toDF().schema.fields])
+        else:
+            seen = (False, [], [])
+    exists, history, fields = seen
+    if exists:
+        _check_existing(schema, history, fields)
         return
-    history = [r.asDict() for r in existing.history(50).select("userMetadata").collect()]
-    fields = [(f.name, f.nullable) for f in existing.toDF().schema.fields]
-    _check_existing(schema, history, fields)
+    builder = (DeltaTable.createIfNotExists(spark).location(uri).addColumns(schema.to_spark())
+               .comment(f"gtid-audit {schema.name}, schema version {schema.version}"))
+    if schema.partition_by:
+        builder = builder.partitionedBy(*schema.partition_by)
+    builder.execute()
 
 
 def _conform(df, schema: TableSchema):
@@ -214,7 +237,8 @@ def write_run_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str,
 def read_frame(spark, warehouse: str, name: str, run_id: str | None = None):
     """Table ``name`` (optionally only run ``run_id``) as a Spark DataFrame."""
     uri = table_uri(warehouse, name)
-    if _delta_table(spark, uri) is None:
+    seen = _inspect_with_delta_rs(uri)
+    if (seen is not None and not seen[0]) or (seen is None and _delta_table(spark, uri) is None):
         raise TableNotFoundError(f"no Delta table at {uri!r}")
     df = spark.read.format("delta").load(uri)
     if run_id is not None:

@@ -108,8 +108,10 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
              cache_dir: str | None = None) -> int:
     """Start the fleet, inject the faults, run the nightly job, print the report; exit code 0
     when the job ran (findings are the point of the demo, not a failure)."""
-    from jobs import cli
+    from jobs.audit import print_outcome
+    from jobs.config import load_config
     from jobs.delta_io import read_arrow
+    from jobs.pipeline import run_night, write_fleet_report
     from jobs.sandbox import scenarios
     from jobs.sandbox.fleet import STATE_FILE, Fleet, Topology
     from jobs.sandbox.installer import ensure_mysql
@@ -132,18 +134,20 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
                                           extra_servers=scenarios.extra_config_servers(results))
         print(f"auditor config: {config}")
         print("running the nightly job (collect + audit, Spark local mode) ...", flush=True)
-        code = cli.main(["run", "--config", str(config), "--fail-on", "never", "--no-alertmanager"])
-        if code != 0:
-            print(f"the nightly job failed (exit {code})")
-            return code
-        summaries = read_arrow(str(warehouse.resolve()), "run_summary").to_pylist()
-        run_id = max(summaries, key=lambda s: (s["audited_at"], s["run_id"]))["run_id"]
+        audit_config = load_config(config)
+        night = run_night(audit_config, fail_on="never", send_alerts=False)
+        print(night.collected.line())
+        print_outcome(night.audited)
+        run_id = night.run_id
         findings = read_arrow(str(warehouse.resolve()), "findings", run_id).to_pylist()
         print()
         print(render_report(findings))
+        report = write_fleet_report(audit_config, run_id)
         print(f"Delta tables written under {warehouse.resolve()} "
               f"(runs, servers, channels, binary_logs, relay_log_tail, collection_errors, findings, "
-              f"alerts, uuid_registry, run_summary); demo took {time.monotonic() - started:.0f} s.")
+              f"alerts, failover_readiness, uuid_registry, run_summary); demo took {time.monotonic() - started:.0f} s.")
+        if report is not None:
+            print(f"fleet report (open it in a browser): {report}")
         exe = _command_name()
         print(f"next: {exe} findings --config {config_out}   |   {exe} explain errant_transactions")
         return 0

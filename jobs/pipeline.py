@@ -76,7 +76,23 @@ def _command(args: argparse.Namespace, *, collect: bool, audit: bool) -> int:
         print(night.collected.line())
     if night.audited is not None:
         print_outcome(night.audited)
+        report = write_fleet_report(config, night.audited.run_id)
+        if report is not None:
+            print(f"report: {report}")
     return night.exit_code
+
+
+def write_fleet_report(config: GtidAuditConfig, run_id: str):
+    """The run's HTML report next to the alert feed (``jobs.report``); a report that cannot be
+    built is a logged warning, never a failed night. Returns where it was written, or None."""
+    from jobs.report import ReportError, write_report
+
+    try:
+        return write_report(config.resolved_warehouse(), run_id,
+                            storage_options=dict(config.storage_options or {}) or None)
+    except ReportError as exc:
+        log.warning("report not written: %s", exc)
+        return None
 
 
 def register(subparsers) -> None:

@@ -24,7 +24,7 @@ RUNS = register(TableSchema(
         C("finished_at", L.TIMESTAMP, False, "UTC instant the rows were handed to the writer"),
         C("config_file", L.STRING, True, "path of the configuration file the run used"),
         C("warehouse", L.STRING, False, "root of the Delta tables (resolved)"),
-        C("writer", L.STRING, False, "'delta-rs' or 'delta-spark': which library wrote the tables"),
+        C("writer", L.STRING, False, "library that wrote the tables: 'delta-spark' (older runs may say 'delta-rs')"),
         C("spark_master", L.STRING, True, "Spark master URL of the run"),
         C("servers_configured", L.INT64, False, "servers listed in the configuration"),
         C("servers_discovered", L.INT64, False, "servers added by topology discovery"),

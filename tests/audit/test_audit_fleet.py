@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from jobs.alerts import AlertmanagerClient, AlertmanagerSettings
-from jobs.audit import main
+from jobs.cli import main
 from jobs.delta_io import read_arrow
 from jobs.sandbox import scenarios
 

@@ -119,14 +119,17 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
 
     got = by_check(first.findings())
     assert {k for k, r in got.items() if r["severity"] != "info"} == {
-        ("errant_transactions", "r1"), ("collection_failed", "r3"), ("source_unresolved", "r4")}
+        ("errant_transactions", "r1"), ("collection_failed", "r3"), ("source_unresolved", "r4"),
+        ("failover_candidate_unsafe", "r1")}   # promoting r1 would hand its errant GTIDs to src and r2
+    assert "propagates_errant" in got[("failover_candidate_unsafe", "r1")]["detail"] or \
+        "errant" in got[("failover_candidate_unsafe", "r1")]["detail"]
     errant = got[("errant_transactions", "r1")]
     assert (errant["gtid_set"], errant["gtid_count"], errant["source"], errant["channel"]) == (f"{R1}:1-3", 3, "src", "")
     assert "unreachable" in got[("collection_failed", "r3")]["detail"]
     assert got[("source_unresolved", "r4")]["silenced"] is True
     assert first.exit_code == 2 and first.previous_run_id is None
     assert {(e["check_id"], e["event"]) for e in first.alerts()} == {
-        ("errant_transactions", "new"), ("collection_failed", "new")}
+        ("errant_transactions", "new"), ("collection_failed", "new"), ("failover_candidate_unsafe", "new")}
 
     write_run(spark, wh, ("run2", T2), repaired=True)
     second = audit_run(spark, cfg, run_id="run2")   # the silence expired on the 21st
@@ -137,7 +140,8 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
     unresolved = got[("source_unresolved", "r4")]
     assert (unresolved["status"], unresolved["silenced"], unresolved["first_seen"]) == ("open", False, T1.date())
     assert {(e["check_id"], e["event"]) for e in second.alerts()} == {
-        ("errant_transactions", "resolved"), ("collection_failed", "resolved"), ("source_unresolved", "new")}
+        ("errant_transactions", "resolved"), ("collection_failed", "resolved"), ("source_unresolved", "new"),
+        ("failover_candidate_unsafe", "resolved")}
     assert second.exit_code == 0   # only a warning is open, fail_on=critical
     assert [s.id for s in second.expired_silences] and json.loads(second.summary["expired_silences"])[0]["reason"] \
         == "known, until the 21st"
@@ -145,14 +149,18 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
     # what landed in Delta
     findings = read_arrow(str(wh), "findings", "run2").to_pylist()
     assert sorted((r["check_id"], r["status"]) for r in findings if r["severity"] != "info") == [
-        ("collection_failed", "resolved"), ("errant_transactions", "resolved"), ("source_unresolved", "open")]
+        ("collection_failed", "resolved"), ("errant_transactions", "resolved"),
+        ("failover_candidate_unsafe", "resolved"), ("source_unresolved", "open")]
+    readiness = read_arrow(str(wh), "failover_readiness", "run2").to_pylist()
+    assert {r["candidate"] for r in readiness} == {"r1", "r2", "r3", "r5"}
+    assert {r["verdict"] for r in readiness if r["candidate"] == "r2"} == {"safe"}
     summary = read_arrow(str(wh), "run_summary").to_pylist()
     assert sorted((r["run_id"], r["exit_code"], r["servers_failed"]) for r in summary) == [("run1", 2, 1), ("run2", 0, 0)]
     registry = {r["server_uuid"]: (r["server"], r["first_seen"], r["last_seen"])
                 for r in read_arrow(str(wh), "uuid_registry").to_pylist()}
     assert registry[R3] == ("r3", T2.date(), T2.date()) and registry[R1] == ("r1", T1.date(), T2.date())
     lines = (wh / "_alert_feed" / "2026-11-22" / "run2.jsonl").read_text().splitlines()
-    assert sorted(json.loads(x)["event"] for x in lines) == ["new", "resolved", "resolved"]
+    assert sorted(json.loads(x)["event"] for x in lines) == ["new", "resolved", "resolved", "resolved"]
     # a VACUUM of any table (even one keeping nothing) would not touch the feed
     from deltalake import DeltaTable
 

@@ -45,17 +45,17 @@ ER_REPLICA_FATAL_ERROR = 13117
 
 def read_snapshots(fleet, names):
     """Read ``names`` in order with the collector; {name: (ServerSnapshot, [ChannelSnapshot])}."""
-    from jobs.audit import channel_snapshot, server_snapshot
-    from jobs.collector import RunContext, read_server
-    from jobs.config import CollectionSettings, ServerSpec, resolve_password
+    from jobs.audit_tasks import channel_snapshot, server_snapshot
+    from jobs.collector import RunContext, ServerSpec, read_server
+    from jobs.config import CollectionSettings
 
-    ctx = RunContext(run_id="failover", run_date=dt.date(2026, 11, 23), settings=CollectionSettings())
+    ctx = RunContext(run_id="failover", run_date=dt.date(2026, 11, 23), settings=CollectionSettings().read_settings())
     out = {}
     for name in names:
         server = fleet.server(name)
         spec = ServerSpec(name=name, host=server.host, port=server.port, user="audit",
                           password_file=str(fleet.audit_password_file), connect_timeout_s=5, read_timeout_s=10)
-        result = read_server(spec, resolve_password(spec), ctx)
+        result = read_server(spec, ctx)
         assert result.errors == [], result.errors
         snap = server_snapshot({**result.server, "binary_logs": result.binary_logs})
         out[name] = (snap, [channel_snapshot(row) for row in result.channels])
