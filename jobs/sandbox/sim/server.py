@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
 import logging
 import os
 import random
@@ -36,6 +37,9 @@ from jobs.sandbox.sim.model import (SimChannel, SimFleet, SimServer, format_desc
 __all__ = ["Latency", "SimSession", "serve", "Simulator", "default_variables"]
 
 log = logging.getLogger("gtid_audit.sim")
+
+# What this process served (written to the stats file at exit; the benchmark reads it).
+STATS = {"connections": 0, "statements": 0}
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,6 +156,7 @@ class SimSession:
     # -- mysql-mimic's BaseSession interface ------------------------------------------------------
     async def init(self, connection) -> None:
         self.connection = connection
+        STATS["connections"] += 1
 
     async def close(self) -> None:
         pass
@@ -166,6 +171,7 @@ class SimSession:
         from mysql_mimic.errors import MysqlError
 
         self.statements += 1
+        STATS["statements"] += 1
         fault = self.server.fault
         if fault == "dropped" and self.statements > int(self.server.fault_arg or 0):
             self.connection.stream.writer.transport.abort()   # a restart in the middle of the read
@@ -328,7 +334,9 @@ class SimSession:
         queued = dt.datetime(2026, 11, 23, 7, 59, 59, 500000) if ch.last_queued else None
         return {"CHANNEL_NAME": ch.name, "GROUP_NAME": "", "SOURCE_UUID": ch.source_uuid,
                 "THREAD_ID": 40 + len(ch.name) if io else None, "SERVICE_STATE": "ON" if io else "OFF",
-                "COUNT_RECEIVED_HEARTBEATS": 0, "LAST_HEARTBEAT_TIMESTAMP": None,
+                # heartbeats arrive every slave_net_timeout / 2 on an idle channel
+                "COUNT_RECEIVED_HEARTBEATS": 12 if io else 0,
+                "LAST_HEARTBEAT_TIMESTAMP": dt.datetime(2026, 11, 23, 7, 59, 59) if io else None,
                 "RECEIVED_TRANSACTION_SET": ch.retrieved, "LAST_ERROR_NUMBER": ch.last_io_errno,
                 "LAST_ERROR_MESSAGE": ch.last_io_error,
                 "LAST_ERROR_TIMESTAMP": dt.datetime(2026, 11, 23, 7, 59, 58) if ch.last_io_errno else None,
@@ -455,13 +463,19 @@ async def serve(servers: list[SimServer], lifetime_s: float, latency: Latency, s
         mimic = MysqlServer(session_factory=factory, identity_provider=identities[server.password])
         await mimic.start_server(host=server.host, port=server.port, backlog=256)
         listeners.append(mimic)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     if ready is not None:
         ready.write_text(str(os.getpid()))
     try:
-        await asyncio.sleep(lifetime_s)
+        await asyncio.wait_for(stop.wait(), timeout=lifetime_s)
+    except asyncio.TimeoutError:
+        pass
     finally:
         for listener in listeners:
             listener.close()
+        if ready is not None:
+            ready.with_suffix(".stats").write_text(json.dumps(STATS))
 
 
 def _raise_fd_limit() -> None:
@@ -512,7 +526,7 @@ class Simulator:
         readies = []
         for i in range(self.processes):
             ready = self.workdir / f"sim-{i}.ready"
-            for f in (ready, ready.with_suffix(".error")):
+            for f in (ready, ready.with_suffix(".error"), ready.with_suffix(".stats")):
                 f.unlink(missing_ok=True)
             readies.append(ready)
             self.procs.append(subprocess.Popen(
@@ -540,6 +554,16 @@ class Simulator:
                 total += (int(fields[11]) + int(fields[12])) / tick
             except (OSError, IndexError, ValueError):
                 pass
+        return total
+
+    def stats(self) -> dict[str, int]:
+        """Connections and statements served, summed over the processes (after :meth:`stop`)."""
+        total = {"connections": 0, "statements": 0}
+        for i in range(self.processes):
+            f = self.workdir / f"sim-{i}.stats"
+            if f.exists():
+                for k, v in json.loads(f.read_text()).items():
+                    total[k] = total.get(k, 0) + v
         return total
 
     def stop(self) -> None:
