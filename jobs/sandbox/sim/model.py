@@ -252,7 +252,8 @@ class FleetBuilder:
     def __init__(self, seed: int = 1, base_port: int | None = None) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
-        self.base_port = base_port or self.rng.randrange(21000, 29000)
+        # not from the seed: two simulators of the same seed must not want the same ports
+        self.base_port = base_port or random.SystemRandom().randrange(20000, 40000)
         self.servers: list[SimServer] = []
         self.truth: list[Truth] = []
         self._count = 0
