@@ -7,7 +7,8 @@ would (`collect`, then `audit` of the same run id) and prints:
 
 * wall time of collect and of audit;
 * the floor of collection: statements per reachable server (counted by the simulator) x mean
-  latency x N / collection concurrency, and the ratio of the collect time to it;
+  latency x N / collection concurrency, and the ratio of the collect time to it; COM_PINGs and
+  connections per server are counted too (each is a round trip with the same latency);
 * peak RSS, sampled every 0.2 s, of the driver's Python process, of its JVM (in local mode the
   executors live in that JVM) and of the Python workers Spark starts;
 * the simulator's CPU seconds during collect, as a share of the collect wall time x cores (the
@@ -138,18 +139,20 @@ def main(argv: list[str] | None = None) -> int:
     findings = read_findings(config)
     s = score(fleet.truth, findings)
     refused = sum(1 for x in fleet.servers if x.fault in ("refused", "silent"))
-    per_server = stats["statements"] / max(1, args.servers - refused)
+    reachable = max(1, args.servers - refused)
+    per_server = stats["statements"] / reachable
+    pings = stats.get("pings", 0) / reachable
     floor = per_server * latency.mean() * args.servers / concurrency
     cores = os.cpu_count() or 1
     mb = lambda b: f"{b / 2**20:,.0f} MB"  # noqa: E731
     print(f"servers {args.servers}  simulator processes {processes}  latency {latency.spec()} ms  "
           f"concurrency {concurrency} (per task {settings.per_task_concurrency})  exit codes {rc1}/{rc2}")
-    print("| servers | collect | audit | statements/server | connections/server | floor | collect/floor | "
+    print("| servers | collect | audit | statements/server | COM_PING/server | connections/server | floor | collect/floor | "
           "driver RSS (collect/audit) | JVM RSS (collect/audit) | Python workers RSS | simulator CPU | recall | "
           "false positives |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {args.servers:,} | {collect_s:.1f} s | {audit_s:.1f} s | {per_server:.1f} | "
-          f"{stats['connections'] / max(1, args.servers - refused):.2f} | {floor:.1f} s | {collect_s / floor:.1f}x | "
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {args.servers:,} | {collect_s:.1f} s | {audit_s:.1f} s | {per_server:.1f} | {pings:.1f} | "
+          f"{stats['connections'] / reachable:.2f} | {floor:.1f} s | {collect_s / floor:.1f}x | "
           f"{mb(collect_rss['driver'])} / {mb(audit_rss['driver'])} | {mb(collect_rss['jvm'])} / {mb(audit_rss['jvm'])} | "
           f"{mb(max(collect_rss['workers'], audit_rss['workers']))} | {sim_cpu:.1f} s "
           f"({100 * sim_cpu / (collect_s * cores):.1f} % of {cores} cores) | {100 * s.recall:.1f} % "

@@ -39,7 +39,7 @@ __all__ = ["Latency", "SimSession", "serve", "Simulator", "default_variables"]
 log = logging.getLogger("gtid_audit.sim")
 
 # What this process served (written to the stats file at exit; the benchmark reads it).
-STATS = {"connections": 0, "statements": 0}
+STATS = {"connections": 0, "statements": 0, "pings": 0}
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,6 +157,15 @@ class SimSession:
     async def init(self, connection) -> None:
         self.connection = connection
         STATS["connections"] += 1
+        answer_ping = connection.handle_ping
+
+        async def counted_ping(data: bytes) -> None:
+            """COM_PING is answered by mysql-mimic; count it and give it the round trip's latency."""
+            STATS["pings"] += 1
+            await asyncio.sleep(self.latency.seconds("ping", self.rng))
+            await answer_ping(data)
+
+        connection.handle_ping = counted_ping
 
     async def close(self) -> None:
         pass
@@ -558,7 +567,7 @@ class Simulator:
 
     def stats(self) -> dict[str, int]:
         """Connections and statements served, summed over the processes (after :meth:`stop`)."""
-        total = {"connections": 0, "statements": 0}
+        total = {"connections": 0, "statements": 0, "pings": 0}
         for i in range(self.processes):
             f = self.workdir / f"sim-{i}.stats"
             if f.exists():
