@@ -192,7 +192,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     sim.add_argument("--lifetime", type=float, default=3600.0, help="the simulator stops after this (s)")
     sim.add_argument("--serve-only", type=float, default=None, metavar="SECONDS",
                      help="only serve the fleet for SECONDS (write the config; do not run the job)")
-    sim.add_argument("--workdir", type=Path, default=Path(".sandbox-sim"))
+    sim.add_argument("--workdir", type=Path, default=Path(".sandbox/sim"))
     sim.add_argument("--warehouse", default=None, help="default: WORKDIR/warehouse")
     sim.set_defaults(func=_guard(_sim))
     return sandbox
