@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         sim.stop()
     stats = sim.stats()
-    findings = read_findings(config)
+    findings = read_findings(work / "warehouse")
     s = score(fleet.truth, findings)
     refused = sum(1 for x in fleet.servers if x.fault in ("refused", "silent"))
     reachable = max(1, args.servers - refused)

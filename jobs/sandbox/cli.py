@@ -84,9 +84,10 @@ def _down(args: argparse.Namespace) -> int:
 
 def _sim(args: argparse.Namespace) -> int:
     """Generate a simulated fleet, serve it, run the nightly job on it, compare with the truth."""
-    import subprocess
     import time
     from collections import Counter
+
+    from jobs import cli
 
     from jobs.sandbox.sim import Simulator, generate
     from jobs.sandbox.sim.score import read_findings, score
@@ -97,6 +98,10 @@ def _sim(args: argparse.Namespace) -> int:
                      consistency_fault_rate=args.consistency_faults)
     fleet.save(workdir / "fleet.json")
     fleet.write_truth(workdir / "truth.jsonl")
+    if args.warehouse is None:   # a new fleet each time: its history must not meet the last one's
+        import shutil
+
+        shutil.rmtree(workdir / "warehouse", ignore_errors=True)
     warehouse = args.warehouse or str(workdir / "warehouse")
     config = fleet.write_audit_config(workdir / "audit.yaml", warehouse=warehouse,
                                       password_file=workdir / "audit.password")
@@ -113,12 +118,12 @@ def _sim(args: argparse.Namespace) -> int:
             time.sleep(args.serve_only)
             return 0
         started = time.monotonic()
-        run = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(config), "--fail-on", "never"])
+        code = cli.main(["run", "--config", str(config), "--fail-on", "never", "--no-alertmanager"])
         elapsed = time.monotonic() - started
-        if run.returncode != 0:
-            print(f"gtid-audit run failed (exit {run.returncode})", file=sys.stderr)
+        if code != 0:
+            print(f"gtid-audit run failed (exit {code})", file=sys.stderr)
             return 1
-    findings = read_findings(config)
+    findings = read_findings(warehouse)
     result = score(fleet.truth, findings)
     by_check = Counter(f["check_id"] for f in findings if f.get("severity") in ("critical", "warning"))
     print(f"gtid-audit run over {len(fleet.servers)} servers took {elapsed:.1f} s")

@@ -49,7 +49,7 @@ def audited(tmp_path_factory):
         run = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(config), "--fail-on", "never"],
                              capture_output=True, text=True, timeout=480)
         assert run.returncode == 0, run.stderr[-3000:]
-        findings = read_findings(config)
+        findings = read_findings(work / "warehouse")
     return fleet, findings
 
 

@@ -1,9 +1,6 @@
 """Findings of an audit run compared with the model's truth."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -41,8 +38,15 @@ def score(truth: Iterable[Truth], findings: Iterable[dict[str, Any]]) -> Score:
     return Score(expected, found)
 
 
-def read_findings(config: str | Path) -> list[dict[str, Any]]:
-    """The latest findings of the run, through ``gtid-audit findings --format json``."""
-    out = subprocess.run([sys.executable, "-m", "jobs.cli", "findings", "--config", str(config), "--format", "json"],
-                         check=True, capture_output=True, text=True)
-    return [json.loads(line) for line in out.stdout.splitlines() if line.strip().startswith("{")]
+def read_findings(warehouse: str | Path) -> list[dict[str, Any]]:
+    """The findings rows of the latest audited run, read with delta-rs from the warehouse."""
+    from deltalake import DeltaTable
+
+    root = str(warehouse).rstrip("/")
+    summaries = DeltaTable(f"{root}/run_summary").to_pyarrow_table(columns=["run_id", "audited_at"]).to_pylist()
+    if not summaries:
+        return []
+    run_id = max(summaries, key=lambda r: (r["audited_at"] is not None, r["audited_at"], r["run_id"]))["run_id"]
+    table = DeltaTable(f"{root}/findings").to_pyarrow_table(
+        columns=["run_id", "check_id", "severity", "server", "source", "status"])
+    return [r for r in table.to_pylist() if r["run_id"] == run_id]
