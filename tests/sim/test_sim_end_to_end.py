@@ -97,10 +97,18 @@ def test_incomplete_relay_tail_before_576(audited, cluster):
     assert _found(findings, *servers) == _truth(fleet, *servers)
 
 
-@pytest.mark.parametrize("version", ["5.6.51", "5.7.44", "8.0.21", "8.0.22", "8.0.36", "8.4.3", "9.7.4"])
+_WHOLE_SET_ON_56 = pytest.mark.xfail(strict=True, reason=(
+    "check defect (issue #11): replica_has_more_gtids compares the replica's whole set with a 5.6 source's, "
+    "but 5.6's dump thread (sql/rpl_master.cc, mysql_binlog_send: slave_gtid_executed->is_subset_for_sid("
+    "logged_gtids, server_sidno, ...)) compares only the source's own uuid, so an errant GTID of the replica's "
+    "uuid is reported as a refusal the server does not make (a critical false positive)"))
+
+
+@pytest.mark.parametrize("version", [pytest.param("5.6.51", marks=_WHOLE_SET_ON_56), "5.7.44", "8.0.21", "8.0.22",
+                                     "8.0.36", "8.4.3", "9.7.4"])
 def test_errant_transaction_per_dialect(audited, version):
-    """SHOW SLAVE STATUS (5.6, 5.7, 8.0.21) and SHOW REPLICA STATUS (8.0.22+) both yield the errant
-    finding; on a 5.6 source also replica_has_more_gtids (whole-set comparison)."""
+    """SHOW SLAVE STATUS (5.6, 5.7, 8.0.21) and SHOW REPLICA STATUS (8.0.22+) both yield errant_transactions
+    and nothing else: no source refuses a replica for GTIDs of the replica's own uuid."""
     fleet, findings = audited
     cluster = "ertag974" if version == "9.7.4" else "er" + version.replace(".", "")
     servers = (f"{cluster}-s", f"{cluster}-r1")
@@ -141,8 +149,9 @@ def test_connection_dropped_mid_read(audited):
 
 
 def test_whole_fleet_matches_truth_but_known_defects(audited):
-    """Recall and no false positive over the whole fleet (keys without severity), but the dropped server."""
+    """Over the whole fleet (keys without severity) the only differences from the truth are the two known
+    defects: the dropped server's missing collection_partial and the 5.6 whole-set comparison."""
     fleet, findings = audited
     s = score(fleet.truth, findings)
-    assert s.false_positives == frozenset()
+    assert s.false_positives == {("replica_has_more_gtids", "er5651-r1", "er5651-s")}
     assert s.missed == {("collection_partial", "sa-dropped", None)}

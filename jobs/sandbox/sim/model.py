@@ -404,9 +404,12 @@ class FleetBuilder:
     # -- consistency faults (each writes its truth) -------------------------------------------------------
     def errant(self, cluster: str, version: str, *, tagged: bool = False, replica_version: str | None = None) -> list[SimServer]:
         """A replica written to directly: its own uuid (tagged on 8.3+) in gtid_executed and its
-        binary log. errant_transactions; on a 5.6 source also replica_has_more_gtids, since a
-        5.6 dump thread compares the replica's whole set (rpl_master.cc, com_binlog_dump_gtid)
-        while 5.7+ compares only the source's own uuid (Binlog_sender::check_start_file)."""
+        binary log. errant_transactions only, on every version: the source refuses a replica
+        only for GTIDs of its *own* uuid, on 5.6 too -- 5.6's dump thread (sql/rpl_master.cc,
+        mysql_binlog_send) tests ``slave_gtid_executed->is_subset_for_sid(logged_gtids,
+        server_sidno, ...)``, like 5.7+'s Binlog_sender::check_start_file. Today's
+        replica_has_more_gtids compares the whole set on 5.6 (issue #11) and so reports this
+        replica as refused: a false positive the end-to-end test marks as a known defect."""
         src, rep = self.cluster(cluster, version, replicas=1)
         if replica_version:
             rep.version = replica_version
@@ -417,8 +420,6 @@ class FleetBuilder:
         last.gtids = _text(GtidSet.parse(last.gtids) | extra)
         scenario = "errant_tagged" if tagged else "errant"
         self.truth_of("errant_transactions", rep.name, src.name, "critical", scenario)
-        if not src.mysql_version.slave_has_more_checks_own_uuid_only:
-            self.truth_of("replica_has_more_gtids", rep.name, src.name, "critical", scenario)
         return [src, rep]
 
     def purged_required(self, cluster: str, version: str) -> list[SimServer]:
