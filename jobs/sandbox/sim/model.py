@@ -453,20 +453,24 @@ class FleetBuilder:
 
     def silent_purged_gap(self, cluster: str, version: str = "5.6.21") -> list[SimServer]:
         """A 5.6.21 source restored from a backup with RESET MASTER + SET GLOBAL gtid_purged: its
-        first binary log has an empty Previous_gtids (it was created by RESET MASTER before the
-        purged set was given), so ``find_first_log_not_in_gtid_set`` starts there, and before
-        5.6.22 nothing compares gtid_purged with the replica's set (the check came with Bug
-        #74607 / 5.6.22 release notes). The replica lacks the restored-over transactions and
+        first binary log has an empty Previous_gtids (created by RESET MASTER before the purged
+        set was given), so ``find_first_log_not_in_gtid_set`` starts there, and before 5.6.22
+        nothing compares gtid_purged with the replica's set. The replica lacks the restored-over transactions and
         replication looks healthy: silent_purged_gap."""
         v = MySQLVersion.parse(version)
         old = self._uuid()
         own = self._uuid()
         restored = _iv(old, 1, 150)            # the backup's set, given by SET GLOBAL gtid_purged
-        first = _iv(own, 1, 10)                # written after the restore, in binary log 1
+        first = _iv(own, 1, 10)                # written after the restore
         second = _iv(own, 11, 20)
+        # SET GLOBAL gtid_purged on an empty server rotates the binary log: "That leaves first binary
+        # log with empty previous_gtids and second binary log's previous_gtids with the value of
+        # gtid_purged" (the comment above the purged-GTIDs check in the dump thread, rpl_master.cc /
+        # rpl_binlog_sender.cc, the check that 5.6.22 added).
         src = self._server(f"{cluster}-s", version, cluster, restored | first | second, restored, [
-            SimBinlog("mysql-bin.000001", "", _text(first), binlog_size(v, GtidSet.EMPTY, first)),
-            SimBinlog("mysql-bin.000002", _text(restored | first), _text(second),
+            SimBinlog("mysql-bin.000001", "", "", binlog_size(v, GtidSet.EMPTY, GtidSet.EMPTY)),
+            SimBinlog("mysql-bin.000002", _text(restored), _text(first), binlog_size(v, restored, first)),
+            SimBinlog("mysql-bin.000003", _text(restored | first), _text(second),
                       binlog_size(v, restored | first, second))])
         src.server_uuid = own
         # the replica had the old source's transactions up to old:100 only
