@@ -1,4 +1,5 @@
-"""``gtid-audit sandbox install|up|status|down``: the local MySQL fleet's lifecycle.
+"""``gtid-audit sandbox install|up|status|down|sim``: the local MySQL fleet's lifecycle, and a
+simulated fleet at scale (``sim``, jobs/sandbox/sim).
 
 Wired into the main parser by ``register(subparsers)``; also runnable on its own as
 ``python -m jobs.sandbox.cli sandbox install``.
@@ -81,6 +82,63 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sim(args: argparse.Namespace) -> int:
+    """Generate a simulated fleet, serve it, run the nightly job on it, compare with the truth."""
+    import time
+    from collections import Counter
+
+    from jobs import cli
+
+    from jobs.sandbox.sim import Simulator, generate
+    from jobs.sandbox.sim.score import read_findings, score
+
+    workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    fleet = generate(args.servers, seed=args.seed, collection_fault_rate=args.collection_faults,
+                     consistency_fault_rate=args.consistency_faults)
+    fleet.save(workdir / "fleet.json")
+    fleet.write_truth(workdir / "truth.jsonl")
+    if args.warehouse is None:   # a new fleet each time: its history must not meet the last one's
+        import shutil
+
+        shutil.rmtree(workdir / "warehouse", ignore_errors=True)
+    warehouse = args.warehouse or str(workdir / "warehouse")
+    config = fleet.write_audit_config(workdir / "audit.yaml", warehouse=warehouse,
+                                      password_file=workdir / "audit.password")
+    versions = Counter(s.version for s in fleet.servers)
+    print(f"{len(fleet.servers)} simulated servers ({', '.join(f'{v}: {n}' for v, n in sorted(versions.items()))}), "
+          f"{len(fleet.truth)} expected findings; config {config}")
+    processes = args.processes or max(1, -(-args.servers // 2500))
+    with Simulator(workdir / "fleet.json", processes=processes, latency=args.latency,
+                   lifetime_s=args.serve_only or args.lifetime, workdir=workdir) as sim:
+        print(f"serving on 127.0.0.0/8 from {processes} process(es) "
+              f"(pids {', '.join(str(p.pid) for p in sim.procs)}); they stop by themselves")
+        if args.serve_only:
+            print(f"serving for {args.serve_only:g} s: run `gtid-audit run --config {config}` meanwhile")
+            time.sleep(args.serve_only)
+            return 0
+        started = time.monotonic()
+        code = cli.main(["run", "--config", str(config), "--fail-on", "never", "--no-alertmanager"])
+        elapsed = time.monotonic() - started
+        if code != 0:
+            print(f"gtid-audit run failed (exit {code})", file=sys.stderr)
+            return 1
+    findings = read_findings(warehouse)
+    result = score(fleet.truth, findings)
+    by_check = Counter(f["check_id"] for f in findings if f.get("severity") in ("critical", "warning"))
+    print(f"gtid-audit run over {len(fleet.servers)} servers took {elapsed:.1f} s")
+    for check, count in by_check.most_common():
+        print(f"  {count:6d}  {check}")
+    print(f"recall {100 * result.recall:.1f} % ({len(result.expected) - len(result.missed)}/{len(result.expected)}), "
+          f"false positives {len(result.false_positives)}")
+    for item in sorted(result.missed):
+        print(f"  missed: {item}")
+    for item in sorted(result.false_positives):
+        print(f"  false positive: {item}")
+    print(f"`gtid-audit findings --config {config}` lists them")
+    return 0
+
+
 def _guard(func):
     def run(args: argparse.Namespace) -> int:
         try:
@@ -94,7 +152,7 @@ def _guard(func):
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``sandbox`` and its sub-commands to the main parser's subparsers."""
     sandbox = subparsers.add_parser("sandbox", help="a local MySQL 9.7 fleet for tests and the demo")
-    commands = sandbox.add_subparsers(dest="sandbox_command", metavar="{install,up,status,down}")
+    commands = sandbox.add_subparsers(dest="sandbox_command", metavar="{install,up,status,down,sim}")
     commands.required = True
 
     install = commands.add_parser("install", help="download and unpack MySQL into the cache (idempotent)")
@@ -123,6 +181,25 @@ def register(subparsers) -> argparse.ArgumentParser:
     down = commands.add_parser("down", help="stop exactly the servers the workdir's fleet started")
     down.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
     down.set_defaults(func=_guard(_down))
+
+    sim = commands.add_parser(
+        "sim", help="a simulated fleet of N servers (5.6 to 9.7) with faults: run the job on it",
+        description="Generate N simulated MySQL servers (clusters, chains, multi-source replicas; 5.6, 5.7, 8.0, "
+                    "8.4, 9.7 dialects) with collection and consistency faults, serve them over the MySQL "
+                    "protocol on 127.0.0.0/8, run `gtid-audit run` on them and compare the findings with "
+                    "the faults injected. The simulator stops by itself (--lifetime).")
+    sim.add_argument("--servers", type=int, default=200)
+    sim.add_argument("--seed", type=int, default=1)
+    sim.add_argument("--collection-faults", type=float, default=0.01, help="share of servers (default 0.01)")
+    sim.add_argument("--consistency-faults", type=float, default=0.02, help="share of servers (default 0.02)")
+    sim.add_argument("--latency", default="1-3", help="per-statement latency in ms (default 1-3)")
+    sim.add_argument("--processes", type=int, default=None, help="simulator processes (default 1 per 2,500)")
+    sim.add_argument("--lifetime", type=float, default=3600.0, help="the simulator stops after this (s)")
+    sim.add_argument("--serve-only", type=float, default=None, metavar="SECONDS",
+                     help="only serve the fleet for SECONDS (write the config; do not run the job)")
+    sim.add_argument("--workdir", type=Path, default=Path(".sandbox/sim"))
+    sim.add_argument("--warehouse", default=None, help="default: WORKDIR/warehouse")
+    sim.set_defaults(func=_guard(_sim))
     return sandbox
 
 

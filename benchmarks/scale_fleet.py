@@ -1,0 +1,170 @@
+"""`gtid-audit collect` + `gtid-audit audit` against N simulated servers (issue #12).
+
+Generates a simulated fleet (jobs/sandbox/sim: 5.6 to 9.7 shapes, clusters, chains, multi-source
+replicas) with 1 % collection faults and 2 % consistency faults, serves it over the MySQL wire
+protocol from simulator processes on this machine, then runs the job's CLI exactly as a user
+would (`collect`, then `audit` of the same run id) and prints:
+
+* wall time of collect and of audit;
+* the floor of collection: statements per reachable server (counted by the simulator) x mean
+  latency x N / collection concurrency, and the ratio of the collect time to it; COM_PINGs and
+  connections per server are counted too (each is a round trip with the same latency);
+* peak RSS, sampled every 0.2 s, of the driver's Python process, of its JVM (in local mode the
+  executors live in that JVM) and of the Python workers Spark starts;
+* the simulator's CPU seconds during collect, as a share of the collect wall time x cores (the
+  part of the machine the job did not have);
+* recall and false positives of the open findings against the model's truth.
+
+Usage: python benchmarks/scale_fleet.py --servers 1000 [--processes 2] [--latency 1-3]
+       [--concurrency N] [--per-task-concurrency N] [--seed 1] [--keep DIR]
+The figures are recorded in docs/benchmarks.md (section "Fleet scale").
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.sandbox.sim import Simulator, generate  # noqa: E402
+from jobs.sandbox.sim.score import read_findings, score  # noqa: E402
+from jobs.sandbox.sim.server import Latency  # noqa: E402
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            out.append(int(child))
+            out.extend(_children(int(child)))
+    except OSError:
+        pass
+    return out
+
+
+def _rss_and_name(pid: int) -> tuple[int, str]:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return 0, ""
+    rss = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return rss * 1024, cmd
+
+
+class PeakRss:
+    """Peak RSS of a process tree by role: driver Python, JVM, Spark's Python workers."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak = pid, {"driver": 0, "jvm": 0, "workers": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = {"driver": _rss_and_name(self.pid)[0], "jvm": 0, "workers": 0}
+            for child in _children(self.pid):
+                rss, cmd = _rss_and_name(child)
+                now["jvm" if "java" in cmd.split(" ")[0] else "workers"] += rss
+            for k, v in now.items():
+                self.peak[k] = max(self.peak[k], v)
+            self._stop.wait(0.2)
+
+    def stop(self) -> dict[str, int]:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def _run(argv: list[str]) -> tuple[float, dict[str, int], int]:
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    rss = PeakRss(proc.pid)
+    _, err = proc.communicate()
+    peak = rss.stop()
+    if proc.returncode not in (0, 2):
+        print(err[-3000:], file=sys.stderr)
+    return time.monotonic() - start, peak, proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--servers", type=int, default=100)
+    p.add_argument("--processes", type=int, default=None, help="simulator processes (default: 1 per 2,500 servers)")
+    p.add_argument("--latency", default="1-3", help="per-statement latency in ms, e.g. 1-3")
+    p.add_argument("--concurrency", type=int, default=None, help="collection.concurrency (default: the job's)")
+    p.add_argument("--per-task-concurrency", type=int, default=None)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--keep", type=Path, default=None, help="keep the work directory here")
+    args = p.parse_args(argv)
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="gtid-sim-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    fleet = generate(args.servers, seed=args.seed)
+    fleet.save(work / "fleet.json")
+    collection = {}
+    if args.concurrency:
+        collection["concurrency"] = args.concurrency
+    if args.per_task_concurrency:
+        collection["per_task_concurrency"] = args.per_task_concurrency
+    config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(work / "warehouse"),
+                                      password_file=work / "password", collection=collection or None,
+                                      connect_timeout_s=5, read_timeout_s=10)
+    from jobs.config import load_config
+
+    settings = load_config(config).collection
+    concurrency = settings.concurrency
+    processes = args.processes or max(1, -(-args.servers // 2500))
+    latency = Latency.parse(args.latency)
+    run_id = f"scale-{args.servers}-{int(time.time())}"
+    sim = Simulator(work / "fleet.json", processes=processes, lifetime_s=3600, latency=latency, workdir=work)
+    sim.start()
+    try:
+        cpu0 = sim.cpu_now()
+        collect_s, collect_rss, rc1 = _run(["collect", "--config", str(config), "--run-id", run_id])
+        sim_cpu = sim.cpu_now() - cpu0
+        audit_s, audit_rss, rc2 = _run(["audit", "--config", str(config), "--run-id", run_id])
+    finally:
+        sim.stop()
+    stats = sim.stats()
+    findings = read_findings(work / "warehouse")
+    s = score(fleet.truth, findings)
+    refused = sum(1 for x in fleet.servers if x.fault in ("refused", "silent"))
+    reachable = max(1, args.servers - refused)
+    per_server = stats["statements"] / reachable
+    pings = stats.get("pings", 0) / reachable
+    floor = per_server * latency.mean() * args.servers / concurrency
+    cores = os.cpu_count() or 1
+    mb = lambda b: f"{b / 2**20:,.0f} MB"  # noqa: E731
+    print(f"servers {args.servers}  simulator processes {processes}  latency {latency.spec()} ms  "
+          f"concurrency {concurrency} (per task {settings.per_task_concurrency})  exit codes {rc1}/{rc2}")
+    print("| servers | collect | audit | statements/server | COM_PING/server | connections/server | floor | collect/floor | "
+          "driver RSS (collect/audit) | JVM RSS (collect/audit) | Python workers RSS | simulator CPU | recall | "
+          "false positives |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {args.servers:,} | {collect_s:.1f} s | {audit_s:.1f} s | {per_server:.1f} | {pings:.1f} | "
+          f"{stats['connections'] / reachable:.2f} | {floor:.1f} s | {collect_s / floor:.1f}x | "
+          f"{mb(collect_rss['driver'])} / {mb(audit_rss['driver'])} | {mb(collect_rss['jvm'])} / {mb(audit_rss['jvm'])} | "
+          f"{mb(max(collect_rss['workers'], audit_rss['workers']))} | {sim_cpu:.1f} s "
+          f"({100 * sim_cpu / (collect_s * cores):.1f} % of {cores} cores) | {100 * s.recall:.1f} % "
+          f"({len(s.expected) - len(s.missed)}/{len(s.expected)}) | {len(s.false_positives)} |")
+    for item in sorted(s.missed):
+        print("missed:", item)
+    for item in sorted(s.false_positives):
+        print("false positive:", item)
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""What a MySQL server of a given version answers: statements, columns, variables, errors.
+
+The 9.7 shapes (column names, wire types, which values are NULL) were taken from a real 9.7.4
+server through mysql-connector; ``tests/sim/test_sim_vs_real.py`` compares them with a live one,
+statement by statement and column by column. The older shapes come from each version's
+reference manual (the page is cited next to each rule). The manuals do not document wire types:
+a column an older version shares with 9.7 is given 9.7's type, and a column only older
+versions have is typed like its renamed 9.7 counterpart.
+
+Version rules used here (each with the manual page it comes from):
+
+* ``SHOW REPLICA STATUS`` / ``SHOW REPLICAS`` exist from 8.0.22, with Replica/Source column
+  names; ``SHOW SLAVE STATUS`` keeps the old Slave/Master names until it is removed in 8.4.0
+  (https://dev.mysql.com/doc/refman/8.0/en/show-replica-status.html,
+  https://dev.mysql.com/doc/relnotes/mysql/8.4/en/news-8-4-0.html "Deprecation and Removal Notes";
+  a real 9.7 answers 1064).
+* ``SHOW BINARY LOG STATUS`` exists from 8.2.0 and ``SHOW MASTER STATUS`` is removed in 8.4.0
+  (https://dev.mysql.com/doc/refman/8.4/en/show-binary-log-status.html).
+* ``SHOW SLAVE STATUS`` columns: 5.6 https://dev.mysql.com/doc/refman/5.6/en/show-slave-status.html;
+  5.7 adds Replicate_Rewrite_DB, Channel_Name, Master_TLS_Version
+  (https://dev.mysql.com/doc/refman/5.7/en/show-slave-status.html); 8.0 adds
+  Master_public_key_path, Get_master_public_key, Network_Namespace
+  (https://dev.mysql.com/doc/refman/8.0/en/show-slave-status.html).
+* ``FOR CHANNEL`` and ``Channel_Name`` from 5.7.6 (multi-source replication,
+  https://dev.mysql.com/doc/refman/5.7/en/replication-multi-source.html).
+* ``SHOW BINARY LOGS`` has ``Encrypted`` from 8.0.14
+  (https://dev.mysql.com/doc/refman/8.0/en/show-binary-logs.html).
+* performance_schema.replication_connection_status from 5.7.2; its LAST_QUEUED_* and QUEUEING_*
+  columns from 8.0.2 (https://dev.mysql.com/doc/refman/5.7/en/performance-schema-replication-connection-status-table.html,
+  https://dev.mysql.com/doc/refman/8.0/en/performance-schema-replication-connection-status-table.html).
+  replication_applier_configuration from 5.7.2; ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_* from 8.0.23
+  (https://dev.mysql.com/doc/refman/8.0/en/performance-schema-replication-applier-configuration-table.html).
+* Variables: replica_* names from 8.0.26 with the slave_* names kept as aliases (a real 9.7 still
+  answers ``@@GLOBAL.log_slave_updates``) (https://dev.mysql.com/doc/refman/8.0/en/replication-options-replica.html);
+  slave_preserve_commit_order from 5.7.5, super_read_only from 5.7.8; relay_log_info_repository
+  and master_info_repository removed in 8.3.0 (https://dev.mysql.com/doc/relnotes/mysql/8.3/en/news-8-3-0.html;
+  a real 9.7 answers 1193); enforce_gtid_consistency is a boolean on 5.6 (SELECT gives 1/0) and
+  an enum OFF/ON/WARN from 5.7.6 (https://dev.mysql.com/doc/refman/5.7/en/replication-options-gtids.html).
+* Tagged GTIDs (``uuid:tag:n``, event type ``Gtid_tagged_log_event``) from 8.3.0
+  (https://dev.mysql.com/doc/refman/8.4/en/replication-gtids-concepts.html).
+* Errors (https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html): 1064
+  ER_PARSE_ERROR (42000), 1193 ER_UNKNOWN_SYSTEM_VARIABLE (HY000), 1146 ER_NO_SUCH_TABLE (42S02),
+  1054 ER_BAD_FIELD_ERROR (42S22), 1220 ER_ERROR_WHEN_EXECUTING_COMMAND (HY000), 1227
+  ER_SPECIFIC_ACCESS_DENIED_ERROR (42000), 1142 ER_TABLEACCESS_DENIED_ERROR (42000), 1045
+  ER_ACCESS_DENIED_ERROR (28000); messages as a real 9.7 words them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gtid_core.versions import MySQLVersion
+
+__all__ = ["Col", "Shape", "shape_for", "SqlError", "ERR", "STRING", "BIGINT", "INT", "CHAR", "TEXT",
+           "TIMESTAMP"]
+
+# Wire type codes (the protocol's MYSQL_TYPE_*), as a real 9.7 sends them.
+INT, TIMESTAMP, BIGINT, TEXT, STRING, CHAR = 3, 7, 8, 252, 253, 254
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    type: int
+
+
+class SqlError(Exception):
+    """A server error to send back: errno, SQLSTATE and message, as the server words it."""
+
+    def __init__(self, errno: int, message: str):
+        super().__init__(f"{errno}: {message}")
+        self.errno, self.message = errno, message
+
+
+SQLSTATE = {1064: "42000", 1193: "HY000", 1146: "42S02", 1054: "42S22", 1220: "HY000", 1227: "42000",
+            1142: "42000", 1045: "28000", 1105: "HY000"}
+
+
+class ERR:
+    """Constructors of the errors a version returns."""
+
+    @staticmethod
+    def parse(near: str) -> SqlError:
+        return SqlError(1064, "You have an error in your SQL syntax; check the manual that corresponds to your "
+                              f"MySQL server version for the right syntax to use near '{near}' at line 1")
+
+    @staticmethod
+    def unknown_variable(name: str) -> SqlError:
+        return SqlError(1193, f"Unknown system variable '{name}'")
+
+    @staticmethod
+    def no_table(db: str, table: str) -> SqlError:
+        return SqlError(1146, f"Table '{db}.{table}' doesn't exist")
+
+    @staticmethod
+    def bad_field(name: str) -> SqlError:
+        return SqlError(1054, f"Unknown column '{name}' in 'field list'")
+
+    @staticmethod
+    def no_log(statement: str) -> SqlError:
+        return SqlError(1220, f"Error when executing command {statement}: Could not find target log")
+
+    @staticmethod
+    def privilege(privileges: str) -> SqlError:
+        return SqlError(1227, f"Access denied; you need (at least one of) the {privileges} privilege(s) "
+                              "for this operation")
+
+    @staticmethod
+    def table_denied(user: str, table: str) -> SqlError:
+        return SqlError(1142, f"SELECT command denied to user '{user}'@'localhost' for table '{table}'")
+
+
+def _cols(spec: str) -> tuple[Col, ...]:
+    """``"Name:type Name2:type"`` -> columns (type letters: s string, i int, b bigint, c char,
+    t text, ts timestamp)."""
+    kinds = {"s": STRING, "i": INT, "b": BIGINT, "c": CHAR, "t": TEXT, "ts": TIMESTAMP}
+    out = []
+    for item in spec.split():
+        name, kind = item.rsplit(":", 1)
+        out.append(Col(name, kinds[kind]))
+    return tuple(out)
+
+
+# SHOW REPLICA STATUS of a real 9.7.4 (the 8.0.22+ names), in order.
+REPLICA_STATUS_97 = _cols(
+    "Replica_IO_State:s Source_Host:s Source_User:s Source_Port:i Connect_Retry:i Source_Log_File:s "
+    "Read_Source_Log_Pos:b Relay_Log_File:s Relay_Log_Pos:b Relay_Source_Log_File:s Replica_IO_Running:s "
+    "Replica_SQL_Running:s Replicate_Do_DB:s Replicate_Ignore_DB:s Replicate_Do_Table:s "
+    "Replicate_Ignore_Table:s Replicate_Wild_Do_Table:s Replicate_Wild_Ignore_Table:s Last_Errno:i "
+    "Last_Error:s Skip_Counter:i Exec_Source_Log_Pos:b Relay_Log_Space:b Until_Condition:s Until_Log_File:s "
+    "Until_Log_Pos:b Source_SSL_Allowed:s Source_SSL_CA_File:s Source_SSL_CA_Path:s Source_SSL_Cert:s "
+    "Source_SSL_Cipher:s Source_SSL_Key:s Seconds_Behind_Source:b Source_SSL_Verify_Server_Cert:s "
+    "Last_IO_Errno:i Last_IO_Error:s Last_SQL_Errno:i Last_SQL_Error:s Replicate_Ignore_Server_Ids:s "
+    "Source_Server_Id:i Source_UUID:s Source_Info_File:s SQL_Delay:i SQL_Remaining_Delay:i "
+    "Replica_SQL_Running_State:s Source_Retry_Count:b Source_Bind:s Last_IO_Error_Timestamp:s "
+    "Last_SQL_Error_Timestamp:s Source_SSL_Crl:s Source_SSL_Crlpath:s Retrieved_Gtid_Set:s "
+    "Executed_Gtid_Set:s Auto_Position:i Replicate_Rewrite_DB:s Channel_Name:s Source_TLS_Version:s "
+    "Source_public_key_path:s Get_Source_public_key:i Network_Namespace:s")
+
+# SHOW REPLICA STATUS renamed these columns of SHOW SLAVE STATUS (8.0.22).
+_OLD_NAMES = {
+    "Replica_IO_State": "Slave_IO_State", "Source_Host": "Master_Host", "Source_User": "Master_User",
+    "Source_Port": "Master_Port", "Source_Log_File": "Master_Log_File",
+    "Read_Source_Log_Pos": "Read_Master_Log_Pos", "Relay_Source_Log_File": "Relay_Master_Log_File",
+    "Replica_IO_Running": "Slave_IO_Running", "Replica_SQL_Running": "Slave_SQL_Running",
+    "Exec_Source_Log_Pos": "Exec_Master_Log_Pos", "Source_SSL_Allowed": "Master_SSL_Allowed",
+    "Source_SSL_CA_File": "Master_SSL_CA_File", "Source_SSL_CA_Path": "Master_SSL_CA_Path",
+    "Source_SSL_Cert": "Master_SSL_Cert", "Source_SSL_Cipher": "Master_SSL_Cipher",
+    "Source_SSL_Key": "Master_SSL_Key", "Seconds_Behind_Source": "Seconds_Behind_Master",
+    "Source_SSL_Verify_Server_Cert": "Master_SSL_Verify_Server_Cert", "Source_Server_Id": "Master_Server_Id",
+    "Source_UUID": "Master_UUID", "Source_Info_File": "Master_Info_File",
+    "Replica_SQL_Running_State": "Slave_SQL_Running_State", "Source_Retry_Count": "Master_Retry_Count",
+    "Source_Bind": "Master_Bind", "Source_SSL_Crl": "Master_SSL_Crl", "Source_SSL_Crlpath": "Master_SSL_Crlpath",
+    "Source_TLS_Version": "Master_TLS_Version", "Source_public_key_path": "Master_public_key_path",
+    "Get_Source_public_key": "Get_master_public_key",
+}
+_SINCE_57 = ("Replicate_Rewrite_DB", "Channel_Name", "Source_TLS_Version")
+_SINCE_80 = ("Source_public_key_path", "Get_Source_public_key", "Network_Namespace")
+
+BINLOG_STATUS = _cols("File:s Position:b Binlog_Do_DB:s Binlog_Ignore_DB:s Executed_Gtid_Set:s")
+EVENTS = _cols("Log_name:s Pos:b Event_type:s Server_id:i End_log_pos:b Info:s")
+REPLICAS_97 = _cols("Server_Id:i Host:s Port:i Source_Id:i Replica_UUID:s")
+SLAVE_HOSTS = _cols("Server_id:i Host:s Port:i Master_id:i Slave_UUID:s")
+
+CONNECTION_STATUS_57 = _cols(
+    "CHANNEL_NAME:c GROUP_NAME:c SOURCE_UUID:c THREAD_ID:b SERVICE_STATE:c COUNT_RECEIVED_HEARTBEATS:b "
+    "LAST_HEARTBEAT_TIMESTAMP:ts RECEIVED_TRANSACTION_SET:t LAST_ERROR_NUMBER:i LAST_ERROR_MESSAGE:s "
+    "LAST_ERROR_TIMESTAMP:ts")
+CONNECTION_STATUS_80 = CONNECTION_STATUS_57 + _cols(
+    "LAST_QUEUED_TRANSACTION:c LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP:ts "
+    "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP:ts LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP:ts "
+    "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP:ts QUEUEING_TRANSACTION:c "
+    "QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP:ts QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP:ts "
+    "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP:ts")
+APPLIER_CONFIGURATION_57 = _cols("CHANNEL_NAME:c DESIRED_DELAY:i")
+APPLIER_CONFIGURATION_8023 = APPLIER_CONFIGURATION_57 + _cols(
+    "PRIVILEGE_CHECKS_USER:t REQUIRE_ROW_FORMAT:c REQUIRE_TABLE_PRIMARY_KEY_CHECK:c "
+    "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE:c ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE:t")
+
+# System variables: name -> kind ("s" string, "i" integer, "b" boolean: SELECT gives 1/0).
+_VARIABLES_BASE = {
+    "version": "s", "version_comment": "s", "hostname": "s", "port": "i", "server_id": "i", "server_uuid": "s",
+    "gtid_mode": "s", "gtid_executed": "s", "gtid_purged": "s", "log_bin": "b", "log_slave_updates": "b",
+    "sync_binlog": "i", "innodb_flush_log_at_trx_commit": "i", "relay_log_recovery": "b",
+    "slave_parallel_workers": "i", "binlog_format": "s", "read_only": "b", "sql_mode": "s",
+    "autocommit": "b", "max_allowed_packet": "i", "wait_timeout": "i", "character_set_client": "s",
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Everything version-dependent about the answers of one server version."""
+
+    version: MySQLVersion
+    replica_status_statements: dict[str, tuple[Col, ...]]   # statement -> columns
+    binlog_status_statements: tuple[str, ...]
+    replicas_statements: dict[str, tuple[Col, ...]]
+    binary_logs: tuple[Col, ...]
+    channels: bool
+    tagged_gtids: bool
+    tables: dict[str, tuple[Col, ...]]                       # performance_schema tables
+    variables: dict[str, str]
+    source_fatal_errno: int     # what the receiver reports for a dump refused by its source
+
+    def column_type(self, cols: tuple[Col, ...], name: str) -> int:
+        for c in cols:
+            if c.name.lower() == name.lower():
+                return c.type
+        raise KeyError(name)
+
+
+def shape_for(version: MySQLVersion | str) -> Shape:
+    """The answers of ``version`` (5.6 to 9.x)."""
+    v = MySQLVersion.parse(version) if isinstance(version, str) else version
+    t = v.triple
+    cols = [c for c in REPLICA_STATUS_97
+            if (t >= (5, 7, 0) or c.name not in _SINCE_57) and (t >= (8, 0, 0) or c.name not in _SINCE_80)]
+    if t < (5, 7, 6):
+        cols = [c for c in cols if c.name != "Channel_Name"]
+    if t < (5, 7, 10):
+        cols = [c for c in cols if c.name != "Source_TLS_Version"]
+    old = tuple(Col(_OLD_NAMES.get(c.name, c.name), c.type) for c in cols)
+    new = tuple(cols)
+    replica_status: dict[str, tuple[Col, ...]] = {}
+    if t < (8, 4, 0):
+        replica_status["SHOW SLAVE STATUS"] = old
+    if t >= (8, 0, 22):
+        replica_status["SHOW REPLICA STATUS"] = new
+    binlog_status = tuple(s for s, ok in (("SHOW MASTER STATUS", t < (8, 4, 0)),
+                                          ("SHOW BINARY LOG STATUS", t >= (8, 2, 0))) if ok)
+    replicas: dict[str, tuple[Col, ...]] = {}
+    if t < (8, 4, 0):
+        replicas["SHOW SLAVE HOSTS"] = SLAVE_HOSTS
+    if t >= (8, 0, 22):
+        replicas["SHOW REPLICAS"] = REPLICAS_97
+    binary_logs = _cols("Log_name:s File_size:b" + (" Encrypted:s" if t >= (8, 0, 14) else ""))
+    tables: dict[str, tuple[Col, ...]] = {}
+    if t >= (5, 7, 2):
+        tables["replication_connection_status"] = CONNECTION_STATUS_80 if t >= (8, 0, 2) else CONNECTION_STATUS_57
+        tables["replication_applier_configuration"] = (APPLIER_CONFIGURATION_8023 if t >= (8, 0, 23)
+                                                       else APPLIER_CONFIGURATION_57)
+    variables = dict(_VARIABLES_BASE)
+    variables["enforce_gtid_consistency"] = "s" if t >= (5, 7, 6) else "b"
+    if t >= (5, 7, 5):
+        variables["slave_preserve_commit_order"] = "b"
+    if t >= (5, 7, 8):
+        variables["super_read_only"] = "b"
+    if t >= (8, 0, 26):
+        variables.update(log_replica_updates="b", replica_parallel_workers="i", replica_preserve_commit_order="b")
+    if t < (8, 3, 0):
+        variables.update(relay_log_info_repository="s", master_info_repository="s")
+    return Shape(v, replica_status, binlog_status, replicas, binary_logs, channels=t >= (5, 7, 6),
+                 tagged_gtids=t >= (8, 3, 0), tables=tables, variables=variables,
+                 source_fatal_errno=13114 if t >= (8, 0, 0) else 1236)

@@ -1,0 +1,633 @@
+"""The simulated fleet: clusters with coherent replication state, faults, and the truth.
+
+Everything here is plain data (JSON round-trip) so the simulator processes, the tests and the
+benchmark share one model. A replica's sets are derived from its source's: it was provisioned
+from a backup of the source (``gtid_purged`` = the backup's set), received the rest through its
+channel (``Retrieved_Gtid_Set``) and applied it (``gtid_executed``). A source's binary logs
+partition its history: the first file's ``Previous_gtids`` is ``gtid_purged`` and each later
+file's is the previous one plus what the file before it holds.
+
+Faults are injected by construction, and each writes its truth: the findings
+``(check_id, server, source, severity)`` the audit must report, as the real server of that
+version would behave (see :data:`SCENARIOS`). Healthy servers are configured so that no check
+applies to them (sync_binlog=1, innodb_flush_log_at_trx_commit=1, enforce_gtid_consistency=ON,
+relay_log_recovery=ON, AUTO_POSITION, commit order preserved with parallel appliers).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from gtid_core import GtidSet
+from gtid_core.versions import MySQLVersion
+from jobs.sandbox.sim.dialects import shape_for
+
+__all__ = ["SimBinlog", "SimChannel", "SimServer", "SimFleet", "Truth", "FleetBuilder", "generate",
+           "COLLECTION_FAULTS", "CONSISTENCY_FAULTS", "DEFAULT_VERSIONS", "PASSWORD"]
+
+PASSWORD = "sim-audit-password"          # the audit account's password on every simulated server
+DEFAULT_VERSIONS = ("5.6.51", "5.7.44", "8.0.21", "8.0.36", "8.4.3", "9.7.4")
+COLLECTION_FAULTS = ("refused", "silent", "slow", "auth", "privilege", "garbage", "dropped", "gtid_off")
+CONSISTENCY_FAULTS = ("errant", "errant_tagged", "purged_required", "silent_purged_gap", "bug72392",
+                      "reset_replica", "relay_tail")
+
+
+@dataclass
+class SimBinlog:
+    name: str
+    previous_gtids: str
+    gtids: str                 # the transactions written to this file
+    size: int = 0
+
+
+@dataclass
+class SimChannel:
+    name: str
+    source: str
+    source_host: str
+    source_port: int
+    source_uuid: str
+    source_server_id: int
+    retrieved: str
+    source_log_file: str
+    read_pos: int
+    exec_pos: int
+    relay_log_file: str
+    relay_log_pos: int
+    relay_events: list[list[Any]] = field(default_factory=list)   # [pos, type, server_id, end_log_pos, info]
+    io_running: str = "Yes"
+    sql_running: str = "Yes"
+    last_io_errno: int = 0
+    last_io_error: str = ""
+    io_state: str = "Waiting for source to send event"
+    sql_state: str = "Replica has read all relay log; waiting for more updates"
+    auto_position: int = 1
+    last_queued: str = ""
+
+
+@dataclass
+class SimServer:
+    name: str
+    host: str
+    port: int
+    version: str
+    cluster: str
+    server_id: int
+    server_uuid: str
+    gtid_executed: str
+    gtid_purged: str
+    binary_logs: list[SimBinlog] = field(default_factory=list)
+    channels: list[SimChannel] = field(default_factory=list)
+    variables: dict[str, Any] = field(default_factory=dict)    # overrides of the defaults
+    fault: str | None = None                 # a collection fault (COLLECTION_FAULTS)
+    fault_arg: float | None = None           # slow: seconds per statement; dropped: statements before the drop
+    password: str = PASSWORD
+
+    @property
+    def mysql_version(self) -> MySQLVersion:
+        return MySQLVersion.parse(self.version)
+
+
+@dataclass(frozen=True)
+class Truth:
+    """One finding the audit must report."""
+
+    check_id: str
+    server: str
+    source: str | None
+    severity: str
+    scenario: str
+
+
+@dataclass
+class SimFleet:
+    servers: list[SimServer]
+    truth: list[Truth]
+    seed: int = 0
+
+    # -- persistence -------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "SimFleet":
+        data = json.loads(text)
+        servers = []
+        for s in data["servers"]:
+            s["binary_logs"] = [SimBinlog(**b) for b in s["binary_logs"]]
+            s["channels"] = [SimChannel(**c) for c in s["channels"]]
+            servers.append(SimServer(**s))
+        return cls(servers, [Truth(**t) for t in data["truth"]], data.get("seed", 0))
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json())
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SimFleet":
+        return cls.from_json(Path(path).read_text())
+
+    def server(self, name: str) -> SimServer:
+        for s in self.servers:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def write_audit_config(self, path: str | Path, *, warehouse: str, password_file: str | Path,
+                           collection: dict[str, Any] | None = None, spark: dict[str, Any] | None = None,
+                           connect_timeout_s: float = 5, read_timeout_s: float = 10) -> Path:
+        """The auditor's YAML config for this fleet (like ``Fleet.write_audit_config``)."""
+        pw = Path(password_file)
+        pw.parent.mkdir(parents=True, exist_ok=True)
+        pw.write_text(PASSWORD + "\n")
+        pw.chmod(0o600)
+        config: dict[str, Any] = {
+            "warehouse": str(warehouse),
+            "defaults": {"user": "audit", "password_file": str(pw.resolve()),
+                         "connect_timeout_s": connect_timeout_s, "read_timeout_s": read_timeout_s},
+            "servers": [{"name": s.name, "host": s.host, "port": s.port, "cluster": s.cluster}
+                        for s in self.servers],
+        }
+        if collection:
+            config["collection"] = collection
+        if spark:
+            config["spark"] = spark
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("# Written by the gtid-audit fleet simulator (jobs/sandbox/sim).\n"
+                       + yaml.safe_dump(config, sort_keys=False))
+        return out.resolve()
+
+    def write_truth(self, path: str | Path) -> Path:
+        out = Path(path)
+        out.write_text("\n".join(json.dumps(dataclasses.asdict(t)) for t in self.truth) + "\n")
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# building blocks
+
+def _gs(*parts: GtidSet | str) -> GtidSet:
+    out = GtidSet.EMPTY
+    for p in parts:
+        out = out | (GtidSet.parse(p) if isinstance(p, str) else p)
+    return out
+
+
+def _iv(uuid: str, first: int, last: int, tag: str | None = None) -> GtidSet:
+    if last < first:
+        return GtidSet.EMPTY
+    return GtidSet.from_intervals([(uuid, tag, first, last)])
+
+
+def _text(s: GtidSet) -> str:
+    return s.to_text(multiline=True)
+
+
+def format_desc_end(version: MySQLVersion) -> int:
+    """End of the Format_description event (its size grew with the versions)."""
+    t = version.triple
+    return 120 if t < (5, 7, 0) else 123 if t < (8, 0, 0) else 124 if t < (8, 2, 0) else 127
+
+
+def transaction_events(gtid: tuple[str, str | None, int], pos: int, end: int, server_id: int,
+                       table_id: int = 109, complete: bool = True) -> tuple[list[list[Any]], int, int]:
+    """A row-based transaction's events: Gtid, BEGIN, Table_map, Write_rows, Xid (without Xid when
+    incomplete). ``pos`` is the position in this file, ``end`` the End_log_pos in the source's
+    binary log. Returns (events, next pos, next end)."""
+    uuid, tag, gno = gtid
+    kind = "Gtid_tagged_log_event" if tag else "Gtid"
+    text = f"{uuid}:{tag}:{gno}" if tag else f"{uuid}:{gno}"
+    sizes = [(kind, 79 if not tag else 90, f"SET @@SESSION.GTID_NEXT= '{text}'"), ("Query", 71, "BEGIN"),
+             ("Table_map", 45, f"table_id: {table_id} (app.t)"),
+             ("Write_rows", 40, f"table_id: {table_id} flags: STMT_END_F"), ("Xid", 31, f"COMMIT /* xid={gno + 20} */")]
+    if not complete:
+        sizes = sizes[:4]
+    events = []
+    for etype, size, info in sizes:
+        events.append([pos, etype, server_id, end + size, info])
+        pos, end = pos + size, end + size
+    return events, pos, end
+
+
+def iter_gtids(s: GtidSet, limit: int) -> Iterable[tuple[str, str | None, int]]:
+    n = 0
+    for uuid, tag, first, last in s:
+        for gno in range(first, last + 1):
+            if n >= limit:
+                return
+            yield uuid, tag, gno
+            n += 1
+
+
+def last_gtids(s: GtidSet, count: int) -> list[tuple[str, str | None, int]]:
+    out: list[tuple[str, str | None, int]] = []
+    for uuid, tag, first, last in reversed(list(s)):
+        for gno in range(last, first - 1, -1):
+            out.append((uuid, tag, gno))
+            if len(out) >= count:
+                return list(reversed(out))
+    return list(reversed(out))
+
+
+def binlog_size(version: MySQLVersion, previous: GtidSet, gtids: GtidSet) -> int:
+    return format_desc_end(version) + 31 + 40 * len(list(previous)) + 266 * gtids.count()
+
+
+# --------------------------------------------------------------------------------------------
+# the builder
+
+class FleetBuilder:
+    """Builds clusters one by one; every server gets its own 127.a.b.c address."""
+
+    def __init__(self, seed: int = 1, base_port: int | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.seed = seed
+        # not from the seed: two simulators of the same seed must not want the same ports
+        self.base_port = base_port or random.SystemRandom().randrange(20000, 40000)
+        self.servers: list[SimServer] = []
+        self.truth: list[Truth] = []
+        self._count = 0
+
+    # -- identities -----------------------------------------------------------------------------
+    def _uuid(self) -> str:
+        return str(uuidlib.UUID(int=self.rng.getrandbits(128), version=1))
+
+    def _address(self) -> tuple[str, int]:
+        i = self._count
+        self._count += 1
+        # spread over 127.0.0.0/8: 127.<1..250>.<0..249>.<1..250>
+        return f"127.{1 + i % 250}.{(i // 250) % 250}.{1 + (i // 62500) % 250}", self.base_port + i % 20000
+
+    def fleet(self) -> SimFleet:
+        return SimFleet(self.servers, self.truth, self.seed)
+
+    def _server(self, name: str, version: str, cluster: str, executed: GtidSet, purged: GtidSet,
+                logs: list[SimBinlog], **variables: Any) -> SimServer:
+        host, port = self._address()
+        server = SimServer(name=name, host=host, port=port, version=version, cluster=cluster,
+                           server_id=self._count, server_uuid=self._uuid(), gtid_executed=_text(executed),
+                           gtid_purged=_text(purged), binary_logs=logs, variables=dict(variables))
+        self.servers.append(server)
+        return server
+
+    @staticmethod
+    def _binlogs(version: MySQLVersion, purged: GtidSet, chunks: list[GtidSet], prefix: str = "binlog") -> list[SimBinlog]:
+        """Binary logs holding ``chunks`` in order, the first starting after ``purged``."""
+        logs, previous = [], purged
+        for i, chunk in enumerate(chunks):
+            logs.append(SimBinlog(f"{prefix}.{i + 1:06d}", _text(previous), _text(chunk),
+                                  binlog_size(version, previous, chunk)))
+            previous = previous | chunk
+        return logs
+
+    # -- a source with its history ------------------------------------------------------------------
+    def source(self, name: str, version: str, cluster: str, *, old_uuids: int | None = None,
+               transactions: int | None = None, purge: bool = True, tagged: bool = False) -> SimServer:
+        v = MySQLVersion.parse(version)
+        own = self._uuid()
+        k = self.rng.randrange(0, 12) if old_uuids is None else old_uuids
+        history = _gs(*[_iv(self._uuid(), 1, self.rng.randrange(5, 5000)) for _ in range(k)])
+        m = transactions or self.rng.randrange(30, 400)
+        p1, p2 = m // 3, (2 * m) // 3
+        purged = (history | _iv(own, 1, p1)) if purge else GtidSet.EMPTY
+        chunks = [] if purge else [history | _iv(own, 1, p1)]
+        chunks += [_iv(own, p1 + 1, p2), _iv(own, p2 + 1, m)]
+        if tagged and v.has_tagged_gtids:
+            chunks[-1] = chunks[-1] | _iv(own, 1, self.rng.randrange(1, 30), "app")
+        executed = purged
+        for c in chunks:
+            executed = executed | c
+        prefix = "mysql-bin" if v.triple < (8, 0, 0) else "binlog"
+        server = self._server(name, version, cluster, executed, purged, self._binlogs(v, purged, chunks, prefix))
+        server.server_uuid = own
+        return server
+
+    def replica(self, name: str, source: SimServer, version: str | None = None, *, cluster: str | None = None,
+                channel: str = "", provisioned: GtidSet | None = None) -> SimServer:
+        """A caught-up replica of ``source``: provisioned from a backup (its gtid_purged), the rest
+        received and applied through its channel."""
+        version = version or source.version
+        v = MySQLVersion.parse(version)
+        src_exec = GtidSet.parse(source.gtid_executed)
+        if provisioned is None:
+            provisioned = GtidSet.parse(source.gtid_purged)
+            # the backup was taken a little after the purge point
+            first_log = GtidSet.parse(source.binary_logs[0].gtids) if source.binary_logs else GtidSet.EMPTY
+            provisioned = provisioned | _gs(*[_iv(u, a, a + (b - a) // 2, t) for u, t, a, b in first_log])
+        retrieved = src_exec - provisioned
+        half = _gs(*[_iv(u, a, a + (b - a) // 2, t) for u, t, a, b in retrieved])
+        prefix = "mysql-bin" if v.triple < (8, 0, 0) else "binlog"
+        logs = self._binlogs(v, provisioned, [half, retrieved - half], prefix)
+        server = self._server(name, version, cluster or source.cluster, src_exec, provisioned, logs,
+                              read_only=1, super_read_only=1)
+        self.attach(server, source, channel, retrieved)
+        return server
+
+    def attach(self, replica: SimServer, source: SimServer, channel: str, retrieved: GtidSet,
+               *, tail: int = 2) -> SimChannel:
+        """Add a caught-up channel from ``source``; the relay log ends with the last ``tail``
+        transactions, all applied."""
+        rv = replica.mysql_version
+        last = source.binary_logs[-1]
+        relay_prefix = f"{replica.name}-relay-bin" + (f"-{channel}" if channel else "")
+        relay = f"{relay_prefix}.000003"
+        events, pos, end = self._relay_header(rv, replica, source, last.name, retrieved)
+        for gtid in last_gtids(retrieved, tail):
+            ev, pos, end = transaction_events(gtid, pos, end, source.server_id)
+            events += ev
+        ch = SimChannel(name=channel, source=source.name, source_host=source.host, source_port=source.port,
+                        source_uuid=source.server_uuid, source_server_id=source.server_id,
+                        retrieved=_text(retrieved), source_log_file=last.name, read_pos=last.size,
+                        exec_pos=last.size, relay_log_file=relay, relay_log_pos=pos, relay_events=events,
+                        last_queued=_gtid_text(last_gtids(retrieved, 1)))
+        replica.channels.append(ch)
+        return ch
+
+    @staticmethod
+    def _relay_header(rv: MySQLVersion, replica: SimServer, source: SimServer, source_file: str,
+                      retrieved: GtidSet) -> tuple[list[list[Any]], int, int]:
+        fd = format_desc_end(rv)
+        prev_size = 31 + 40 * len(list(retrieved))
+        events = [[4, "Format_desc", replica.server_id, fd, f"Server ver: {replica.version}, Binlog ver: 4"],
+                  [fd, "Previous_gtids", replica.server_id, fd + prev_size, _text(retrieved).replace("\n", "")]]
+        pos = fd + prev_size
+        events.append([pos, "Rotate", source.server_id, 0, f"{source_file};pos=4"])
+        pos += 44
+        events.append([pos, "Format_desc", source.server_id, fd, f"Server ver: {source.version}, Binlog ver: 4"])
+        pos += fd
+        return events, pos, fd + 31
+
+    def truth_of(self, check_id: str, server: str, source: str | None, severity: str, scenario: str) -> None:
+        self.truth.append(Truth(check_id, server, source, severity, scenario))
+
+    # -- healthy shapes -------------------------------------------------------------------------------
+    def cluster(self, cluster: str, version: str, replicas: int = 2, *, chain: bool = False,
+                tagged: bool = False) -> list[SimServer]:
+        src = self.source(f"{cluster}-s", version, cluster, tagged=tagged)
+        out, upstream = [src], src
+        for i in range(replicas):
+            r = self.replica(f"{cluster}-r{i + 1}", upstream, version)
+            out.append(r)
+            if chain:
+                upstream = r
+        return out
+
+    def multi_source(self, cluster: str, version: str) -> list[SimServer]:
+        """Two sources and a replica with one channel from each (5.7.6+)."""
+        a = self.source(f"{cluster}-a", version, cluster)
+        b = self.source(f"{cluster}-b", version, cluster)
+        a_exec, b_exec = GtidSet.parse(a.gtid_executed), GtidSet.parse(b.gtid_executed)
+        prov_a, prov_b = GtidSet.parse(a.gtid_purged), GtidSet.parse(b.gtid_purged)
+        v = MySQLVersion.parse(version)
+        executed = a_exec | b_exec
+        provisioned = prov_a | prov_b
+        prefix = "mysql-bin" if v.triple < (8, 0, 0) else "binlog"
+        m = self._server(f"{cluster}-m", version, cluster, executed, provisioned,
+                         self._binlogs(v, provisioned, [executed - provisioned], prefix), read_only=1, super_read_only=1)
+        self.attach(m, a, "ch_a", a_exec - prov_a)
+        self.attach(m, b, "ch_b", b_exec - prov_b)
+        return [a, b, m]
+
+    def standalone(self, name: str, version: str, cluster: str = "standalone") -> SimServer:
+        return self.source(name, version, cluster)
+
+    # -- consistency faults (each writes its truth) -------------------------------------------------------
+    def errant(self, cluster: str, version: str, *, tagged: bool = False, replica_version: str | None = None) -> list[SimServer]:
+        """A replica written to directly: its own uuid (tagged on 8.3+) in gtid_executed and its
+        binary log. errant_transactions only, on every version: the source refuses a replica
+        only for GTIDs of its *own* uuid, on 5.6 too -- 5.6's dump thread (sql/rpl_master.cc,
+        mysql_binlog_send) tests ``slave_gtid_executed->is_subset_for_sid(logged_gtids,
+        server_sidno, ...)``, like 5.7+'s Binlog_sender::check_start_file. Today's
+        replica_has_more_gtids compares the whole set on 5.6 (issue #11) and so reports this
+        replica as refused: a false positive the end-to-end test marks as a known defect."""
+        src, rep = self.cluster(cluster, version, replicas=1)
+        if replica_version:
+            rep.version = replica_version
+        tag = "errant" if tagged else None
+        extra = _iv(rep.server_uuid, 1, self.rng.randrange(1, 4), tag)
+        rep.gtid_executed = _text(GtidSet.parse(rep.gtid_executed) | extra)
+        last = rep.binary_logs[-1]
+        last.gtids = _text(GtidSet.parse(last.gtids) | extra)
+        scenario = "errant_tagged" if tagged else "errant"
+        self.truth_of("errant_transactions", rep.name, src.name, "critical", scenario)
+        return [src, rep]
+
+    def purged_required(self, cluster: str, version: str) -> list[SimServer]:
+        """The source purged binary logs the (stopped) replica still needs; its receiver failed
+        with 1236 (13114 on 8.0+). source_purged_required_gtids and replication_error."""
+        src = self.source(f"{cluster}-s", version, cluster, transactions=300)
+        own = src.server_uuid
+        # the replica stopped at own:1-40; the source has since purged up to own:100
+        p1 = GtidSet.parse(src.binary_logs[0].previous_gtids)
+        old = p1 - _gs(*[_iv(u, a, b, t) for u, t, a, b in p1 if u == own])
+        provisioned = old | _iv(own, 1, 20)
+        rep = self.replica(f"{cluster}-r1", src, provisioned=provisioned)
+        have = provisioned | _iv(own, 21, 40)
+        rep.gtid_executed = _text(have)
+        rep.binary_logs = self._binlogs(rep.mysql_version, provisioned, [_iv(own, 21, 40)],
+                                        rep.binary_logs[0].name.rsplit(".", 1)[0])
+        ch = rep.channels[0]
+        ch.retrieved = _text(_iv(own, 21, 40))
+        ch.relay_events = ch.relay_events[:4]
+        ch.relay_log_pos = ch.relay_events[-1][0] + format_desc_end(rep.mysql_version)
+        ch.io_running, ch.io_state = "No", ""
+        errno = shape_for(rep.mysql_version).source_fatal_errno
+        ch.last_io_errno = errno
+        ch.last_io_error = ("Got fatal error 1236 from source when reading data from binary log: 'Cannot replicate "
+                            "because the source purged required binary logs. Replicate the missing transactions "
+                            "from elsewhere, or provision a new replica from backup.'")
+        ch.last_queued = _gtid_text([(own, None, 40)])
+        self.truth_of("source_purged_required_gtids", rep.name, src.name, "critical", "purged_required")
+        self.truth_of("replication_error", rep.name, src.name, "critical", "purged_required")
+        return [src, rep]
+
+    def silent_purged_gap(self, cluster: str, version: str = "5.6.21") -> list[SimServer]:
+        """A 5.6.21 source restored from a backup with RESET MASTER + SET GLOBAL gtid_purged: its
+        first binary log has an empty Previous_gtids (created by RESET MASTER before the purged
+        set was given), so ``find_first_log_not_in_gtid_set`` starts there, and before 5.6.22
+        nothing compares gtid_purged with the replica's set. The replica lacks the restored-over transactions and
+        replication looks healthy: silent_purged_gap."""
+        v = MySQLVersion.parse(version)
+        old = self._uuid()
+        own = self._uuid()
+        restored = _iv(old, 1, 150)            # the backup's set, given by SET GLOBAL gtid_purged
+        first = _iv(own, 1, 10)                # written after the restore
+        second = _iv(own, 11, 20)
+        # SET GLOBAL gtid_purged on an empty server rotates the binary log: "That leaves first binary
+        # log with empty previous_gtids and second binary log's previous_gtids with the value of
+        # gtid_purged" (the comment above the purged-GTIDs check in the dump thread, rpl_master.cc /
+        # rpl_binlog_sender.cc, the check that 5.6.22 added).
+        src = self._server(f"{cluster}-s", version, cluster, restored | first | second, restored, [
+            SimBinlog("mysql-bin.000001", "", "", binlog_size(v, GtidSet.EMPTY, GtidSet.EMPTY)),
+            SimBinlog("mysql-bin.000002", _text(restored), _text(first), binlog_size(v, restored, first)),
+            SimBinlog("mysql-bin.000003", _text(restored | first), _text(second),
+                      binlog_size(v, restored | first, second))])
+        src.server_uuid = own
+        # the replica had the old source's transactions up to old:100 only
+        provisioned = _iv(old, 1, 100)
+        rep = self.replica(f"{cluster}-r1", src, provisioned=provisioned)
+        received = first | second
+        rep.gtid_executed = _text(provisioned | received)
+        rep.gtid_purged = _text(provisioned)
+        rep.binary_logs = self._binlogs(v, provisioned, [received], "mysql-bin")
+        ch = rep.channels[0]
+        ch.retrieved = _text(received)
+        self.truth_of("silent_purged_gap", rep.name, src.name, "critical", "silent_purged_gap")
+        return [src, rep]
+
+    def bug72392(self, cluster: str, version: str = "5.6.20") -> list[SimServer]:
+        """RESET MASTER on a 5.6.15-5.7.5 replica whose applier has applied everything: gtid_executed
+        is empty, Retrieved_Gtid_Set is kept. On reconnect it leaves its last retrieved GTID out of
+        the announced set (it is not in gtid_executed), the source sends it again and it is applied
+        twice (Bug #72392: the 5.6.15 workaround for incomplete relay-log tails, in
+        rpl_slave.cc request_dump, until 5.7.6 replaced it with the transaction boundary parser).
+        replica_gtid_history_lost, critical."""
+        src = self.source(f"{cluster}-s", version, cluster, old_uuids=0, purge=False)
+        rep = self.replica(f"{cluster}-r1", src, provisioned=GtidSet.EMPTY)
+        rep.gtid_executed = rep.gtid_purged = ""
+        rep.binary_logs = [SimBinlog("mysql-bin.000001", "", "", binlog_size(rep.mysql_version, GtidSet.EMPTY,
+                                                                              GtidSet.EMPTY))]
+        self.truth_of("replica_gtid_history_lost", rep.name, src.name, "critical", "bug72392")
+        return [src, rep]
+
+    def reset_replica(self, cluster: str, version: str) -> list[SimServer]:
+        """RESET MASTER / RESET BINARY LOGS AND GTIDS on an 8.0+ replica: its history is gone,
+        Retrieved_Gtid_Set and the relay logs are kept. replica_gtid_history_lost, warning."""
+        src = self.source(f"{cluster}-s", version, cluster, old_uuids=0, purge=False)
+        rep = self.replica(f"{cluster}-r1", src, provisioned=GtidSet.EMPTY)
+        rep.gtid_executed = rep.gtid_purged = ""
+        rep.binary_logs = [SimBinlog("binlog.000001", "", "", binlog_size(rep.mysql_version, GtidSet.EMPTY,
+                                                                          GtidSet.EMPTY))]
+        self.truth_of("replica_gtid_history_lost", rep.name, src.name, "warning", "reset_replica")
+        return [src, rep]
+
+    def relay_tail(self, cluster: str, version: str = "5.6.20") -> list[SimServer]:
+        """STOP SLAVE IO_THREAD in the middle of a transaction on a replica older than 5.7.6: the
+        relay log ends inside it and the GTID is already in Retrieved_Gtid_Set. Critical before
+        5.6.15 (announced on reconnect, never fetched again), warning 5.6.15-5.7.5 (left out of
+        the announced set). incomplete_relay_log_tail plus replication_stopped."""
+        src = self.source(f"{cluster}-s", version, cluster, purge=False, old_uuids=0)
+        rep = self.replica(f"{cluster}-r1", src, provisioned=GtidSet.EMPTY)
+        ch = rep.channels[0]
+        dangling = last_gtids(GtidSet.parse(src.gtid_executed), 1)[0]
+        uuid, tag, gno = dangling
+        applied = GtidSet.parse(src.gtid_executed) - _iv(uuid, gno, gno, tag)
+        rep.gtid_executed = _text(applied)
+        rep.binary_logs = self._binlogs(rep.mysql_version, GtidSet.EMPTY, [applied], "mysql-bin")
+        # rebuild the relay log: complete transactions up to the dangling one, then its first events
+        events, pos, end = self._relay_header(rep.mysql_version, rep, src, ch.source_log_file,
+                                              GtidSet.parse(ch.retrieved))
+        for gtid in last_gtids(applied, 2):
+            ev, pos, end = transaction_events(gtid, pos, end, src.server_id)
+            events += ev
+        start, exec_end = pos, end
+        ev, pos, end = transaction_events(dangling, pos, end, src.server_id, complete=False)
+        events += ev
+        ch.relay_events, ch.relay_log_pos = events, start
+        ch.read_pos, ch.exec_pos = end, exec_end
+        ch.io_running, ch.io_state = "No", ""
+        ch.last_queued = _gtid_text([dangling])
+        severity = "warning" if rep.mysql_version.leaves_out_last_retrieved_gtid else "critical"
+        self.truth_of("incomplete_relay_log_tail", rep.name, src.name, severity, "relay_tail")
+        self.truth_of("replication_stopped", rep.name, src.name, "warning", "relay_tail")
+        return [src, rep]
+
+    # -- collection faults (on standalone servers) --------------------------------------------------
+    def collection_fault(self, name: str, version: str, fault: str) -> SimServer:
+        server = self.standalone(name, version, cluster="standalone")
+        server.fault = fault
+        check, severity = "collection_failed", "critical"
+        if fault == "slow":
+            server.fault_arg = 30.0
+        elif fault == "dropped":
+            server.fault_arg = 4          # the connection drops after 4 statements (a restart mid-read)
+            check, severity = "collection_partial", "warning"
+        elif fault == "privilege":
+            check, severity = "collection_partial", "warning"
+        elif fault == "auth":
+            server.password = PASSWORD + "-rotated"
+        elif fault == "garbage":
+            server.gtid_executed = "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:zz,garbage"
+            check, severity = "snapshot_invalid", "critical"
+        elif fault == "gtid_off":
+            server.variables["gtid_mode"] = "OFF"
+            server.gtid_executed = server.gtid_purged = ""
+            server.binary_logs = self._binlogs(server.mysql_version, GtidSet.EMPTY, [GtidSet.EMPTY],
+                                               server.binary_logs[0].name.rsplit(".", 1)[0])
+            check, severity = "gtid_mode_off", "warning"
+        self.truth_of(check, name, None, severity, fault)
+        return server
+
+
+def _gtid_text(gtids: list[tuple[str, str | None, int]]) -> str:
+    if not gtids:
+        return ""
+    uuid, tag, gno = gtids[-1]
+    return f"{uuid}:{tag}:{gno}" if tag else f"{uuid}:{gno}"
+
+
+# --------------------------------------------------------------------------------------------
+# a whole fleet
+
+def _fault_versions(fault: str, versions: tuple[str, ...]) -> str | None:
+    if fault == "silent_purged_gap":
+        return "5.6.21"
+    if fault == "bug72392":
+        return "5.6.20"
+    if fault == "relay_tail":
+        return "5.6.14"
+    if fault == "errant_tagged":
+        return "9.7.4"
+    if fault == "reset_replica":
+        return "8.4.3"
+    return None
+
+
+def generate(n: int, *, seed: int = 1, collection_fault_rate: float = 0.01,
+             consistency_fault_rate: float = 0.02, versions: tuple[str, ...] = DEFAULT_VERSIONS,
+             base_port: int | None = None) -> SimFleet:
+    """A fleet of ``n`` simulated servers: clusters (source + replicas, chains, multi-source),
+    ``collection_fault_rate`` of the servers with a collection fault, and consistency faults on
+    ``consistency_fault_rate`` of them (each fault scenario touches two servers)."""
+    b = FleetBuilder(seed, base_port)
+    rng = b.rng
+    n_coll = round(n * collection_fault_rate)
+    n_cons = round(n * consistency_fault_rate / 2)
+    i = 0
+    for k in range(n_coll):
+        fault = COLLECTION_FAULTS[k % len(COLLECTION_FAULTS)]
+        b.collection_fault(f"sa{k:05d}-{fault}", rng.choice(versions), fault)
+    for k in range(n_cons):
+        fault = CONSISTENCY_FAULTS[k % len(CONSISTENCY_FAULTS)]
+        version = _fault_versions(fault, versions) or rng.choice(versions)
+        name = f"f{k:05d}-{fault.replace('_', '')}"
+        if fault in ("errant", "errant_tagged"):
+            b.errant(name, version, tagged=fault == "errant_tagged")
+        else:
+            getattr(b, fault)(name, version)
+    while len(b.servers) < n:
+        left = n - len(b.servers)
+        version = rng.choice(versions)
+        name = f"c{i:05d}"
+        i += 1
+        shape = rng.random()
+        if left == 1:
+            b.standalone(f"{name}-s", version, cluster=name)
+        elif left >= 3 and shape < 0.1 and MySQLVersion.parse(version).triple >= (5, 7, 6):
+            b.multi_source(name, version)
+        elif left >= 3 and shape < 0.25:
+            b.cluster(name, version, replicas=2, chain=True)
+        else:
+            b.cluster(name, version, replicas=min(left - 1, rng.randrange(1, 5)),
+                      tagged=rng.random() < 0.3)
+    return b.fleet()

@@ -1,0 +1,52 @@
+"""Findings of an audit run compared with the model's truth."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from jobs.sandbox.sim.model import Truth
+
+__all__ = ["Score", "score", "read_findings"]
+
+ALERTING = ("critical", "warning")
+
+
+@dataclass(frozen=True)
+class Score:
+    expected: frozenset[tuple[str, str, str | None]]
+    found: frozenset[tuple[str, str, str | None]]
+
+    @property
+    def missed(self) -> frozenset:
+        return self.expected - self.found
+
+    @property
+    def false_positives(self) -> frozenset:
+        return self.found - self.expected
+
+    @property
+    def recall(self) -> float:
+        return 1.0 if not self.expected else len(self.expected & self.found) / len(self.expected)
+
+
+def score(truth: Iterable[Truth], findings: Iterable[dict[str, Any]]) -> Score:
+    """Compare open warning/critical findings, keyed (check_id, server, source), with the truth."""
+    expected = frozenset((t.check_id, t.server, t.source) for t in truth)
+    found = frozenset((f["check_id"], f["server"], f.get("source")) for f in findings
+                      if f.get("severity") in ALERTING and f.get("status", "open") == "open")
+    return Score(expected, found)
+
+
+def read_findings(warehouse: str | Path) -> list[dict[str, Any]]:
+    """The findings rows of the latest audited run, read with delta-rs from the warehouse."""
+    from deltalake import DeltaTable
+
+    root = str(warehouse).rstrip("/")
+    summaries = DeltaTable(f"{root}/run_summary").to_pyarrow_table(columns=["run_id", "audited_at"]).to_pylist()
+    if not summaries:
+        return []
+    run_id = max(summaries, key=lambda r: (r["audited_at"] is not None, r["audited_at"], r["run_id"]))["run_id"]
+    table = DeltaTable(f"{root}/findings").to_pyarrow_table(
+        columns=["run_id", "check_id", "severity", "server", "source", "status"])
+    return [r for r in table.to_pylist() if r["run_id"] == run_id]

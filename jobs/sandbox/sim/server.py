@@ -1,0 +1,600 @@
+"""The wire-protocol side: every simulated server on its own loopback address and port.
+
+The MySQL protocol (handshake, mysql_native_password authentication, COM_QUERY result sets, error
+packets, COM_PING) is mysql-mimic's. Its ``BaseSession.handle_query`` receives each statement as
+text; :class:`SimSession` answers it the way the server's version would (:mod:`.dialects`) from
+the server's model (:mod:`.model`). mysql-mimic's own SQL layer (sqlglot) is not used: it cannot
+parse ``SHOW RELAYLOG EVENTS ... FOR CHANNEL`` or ``SHOW REPLICA STATUS``, and a simulated
+version must reject what the real one rejects.
+
+One event loop serves a shard of the fleet; :class:`Simulator` starts several processes (one
+shard each) and stops them by pid. Every process stops by itself after ``lifetime_s``.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+import random
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gtid_core import GtidSet
+from jobs.sandbox.sim.dialects import BIGINT, ERR, SQLSTATE, STRING, Col, Shape, SqlError, shape_for
+from jobs.sandbox.sim.model import (SimChannel, SimFleet, SimServer, format_desc_end, iter_gtids,
+                                    transaction_events)
+
+__all__ = ["Latency", "SimSession", "serve", "Simulator", "default_variables"]
+
+log = logging.getLogger("gtid_audit.sim")
+
+# What this process served (written to the stats file at exit; the benchmark reads it).
+STATS = {"connections": 0, "statements": 0, "pings": 0}
+
+
+# --------------------------------------------------------------------------------------------
+# latency
+
+@dataclass(frozen=True)
+class Latency:
+    """Seconds added before each answer, uniform in [lo, hi], per statement kind.
+
+    ``Latency.parse("1-3")`` (milliseconds) or ``"1-3,binlog_events=5-8"``; kinds: variables,
+    replica_status, binlog_status, binary_logs, binlog_events, relaylog_events, performance_schema,
+    replicas, set, other."""
+
+    default: tuple[float, float] = (0.001, 0.003)
+    per_kind: tuple[tuple[str, tuple[float, float]], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> "Latency":
+        default, kinds = (0.001, 0.003), []
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            kind, _, span = part.rpartition("=")
+            lo, _, hi = span.partition("-")
+            pair = (float(lo) / 1000, float(hi or lo) / 1000)
+            if kind:
+                kinds.append((kind, pair))
+            else:
+                default = pair
+        return cls(default, tuple(kinds))
+
+    def seconds(self, kind: str, rng: random.Random) -> float:
+        lo, hi = dict(self.per_kind).get(kind, self.default)
+        return rng.uniform(lo, hi)
+
+    def mean(self) -> float:
+        return sum(self.default) / 2
+
+    def spec(self) -> str:
+        fmt = lambda p: f"{p[0] * 1000:g}-{p[1] * 1000:g}"  # noqa: E731
+        return ",".join([fmt(self.default)] + [f"{k}={fmt(p)}" for k, p in self.per_kind])
+
+
+# --------------------------------------------------------------------------------------------
+# variables
+
+def default_variables(server: SimServer, shape: Shape) -> dict[str, Any]:
+    """A healthy server's variables for its version (defaults of that version where they
+    matter: parallel appliers with commit order from 8.0.27, TABLE repositories from 8.0)."""
+    t = shape.version.triple
+    workers = 4 if t >= (8, 0, 27) else 0
+    values: dict[str, Any] = {
+        "version": server.version + ("-log" if t < (8, 0, 0) else ""), "version_comment": "MySQL Community Server - GPL",
+        "hostname": server.name, "port": server.port, "server_id": server.server_id,
+        "server_uuid": server.server_uuid, "gtid_mode": "ON",
+        "enforce_gtid_consistency": "ON" if shape.variables["enforce_gtid_consistency"] == "s" else 1,
+        "gtid_executed": server.gtid_executed, "gtid_purged": server.gtid_purged, "log_bin": 1,
+        "log_slave_updates": 1, "log_replica_updates": 1, "sync_binlog": 1, "innodb_flush_log_at_trx_commit": 1,
+        "relay_log_recovery": 1, "slave_parallel_workers": workers, "replica_parallel_workers": workers,
+        "slave_preserve_commit_order": 1, "replica_preserve_commit_order": 1, "binlog_format": "ROW",
+        "read_only": 0, "super_read_only": 0,
+        "relay_log_info_repository": "TABLE" if t >= (8, 0, 0) else "FILE",
+        "master_info_repository": "TABLE" if t >= (8, 0, 0) else "FILE",
+        "sql_mode": "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,"
+                    "NO_ENGINE_SUBSTITUTION", "autocommit": 1, "max_allowed_packet": 67108864, "wait_timeout": 28800,
+        "character_set_client": "utf8mb4",
+    }
+    values.update(server.variables)
+    return values
+
+
+# --------------------------------------------------------------------------------------------
+# statements
+
+_WS = re.compile(r"\s+")
+_VAR_ITEM = re.compile(r"^@@(?:(global|session|local)\.)?([A-Za-z_][A-Za-z0-9_]*)(?:\s+(?:AS\s+)?`?([^`\s]+)`?)?$",
+                       re.I)
+_PS = re.compile(r"^SELECT\s+(.+?)\s+FROM\s+performance_schema\.`?(\w+)`?"
+                 r"(?:\s+WHERE\s+CHANNEL_NAME\s*=\s*'([^']*)')?$", re.I | re.S)
+_EVENTS = re.compile(r"^SHOW\s+(BINLOG|RELAYLOG)\s+EVENTS(?:\s+IN\s+'([^']*)')?(?:\s+FROM\s+(\d+))?"
+                     r"(?:\s+LIMIT\s+(\d+)(?:\s*,\s*(\d+))?)?(?:\s+FOR\s+CHANNEL\s+'([^']*)')?$", re.I)
+_REPLICA_STATUS = re.compile(r"^SHOW\s+(REPLICA|SLAVE)\s+STATUS(?:\s+FOR\s+CHANNEL\s+'([^']*)')?$", re.I)
+
+_OLD = {"Replica": "Slave", "Source": "Master"}
+
+
+def _split_items(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",")]
+
+
+def _canonical(name: str) -> str:
+    """The 8.0.22+ name of a SHOW SLAVE STATUS column (the values are keyed by those)."""
+    from jobs.sandbox.sim.dialects import _OLD_NAMES
+
+    for new, old in _OLD_NAMES.items():
+        if old == name:
+            return new
+    return name
+
+
+class SimSession:
+    """Answers the statements of one connection to one simulated server (mysql-mimic session)."""
+
+    def __init__(self, server: SimServer, shape: Shape, latency: Latency, rng: random.Random):
+        from mysql_mimic.variables import GlobalVariables, SessionVariables
+
+        self.server, self.shape, self.latency, self.rng = server, shape, latency, rng
+        self.values = default_variables(server, shape)
+        self.variables = SessionVariables(GlobalVariables())
+        self.variables.set("version", self.values["version"], force=True)
+        self.username: str | None = None
+        self.database: str | None = None
+        self.connection = None
+        self.statements = 0
+
+    # -- mysql-mimic's BaseSession interface ------------------------------------------------------
+    async def init(self, connection) -> None:
+        self.connection = connection
+        STATS["connections"] += 1
+        answer_ping = connection.handle_ping
+
+        async def counted_ping(data: bytes) -> None:
+            """COM_PING is answered by mysql-mimic; count it and give it the round trip's latency."""
+            STATS["pings"] += 1
+            await asyncio.sleep(self.latency.seconds("ping", self.rng))
+            await answer_ping(data)
+
+        connection.handle_ping = counted_ping
+
+    async def close(self) -> None:
+        pass
+
+    async def reset(self) -> None:
+        pass
+
+    async def use(self, database: str) -> None:
+        self.database = database
+
+    async def handle_query(self, sql: str, attrs: dict[str, str]):
+        from mysql_mimic.errors import MysqlError
+
+        self.statements += 1
+        STATS["statements"] += 1
+        fault = self.server.fault
+        if fault == "dropped" and self.statements > int(self.server.fault_arg or 0):
+            self.connection.stream.writer.transport.abort()   # a restart in the middle of the read
+            await asyncio.sleep(3600)
+        text = _WS.sub(" ", sql.strip().rstrip(";")).strip()
+        kind, answer = self.route(text)
+        delay = self.latency.seconds(kind, self.rng)
+        if fault == "slow" and kind != "set":
+            delay = float(self.server.fault_arg or 30.0)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        try:
+            return answer()
+        except SqlError as exc:
+            raise MysqlError(exc.message, exc.errno) from None
+
+    # -- routing ----------------------------------------------------------------------------------
+    def route(self, text: str):
+        up = text.upper()
+        if up.startswith("SET "):
+            return "set", lambda: None
+        if up.startswith("SELECT @@"):
+            return "variables", lambda: self.select_variables(text[len("SELECT "):])
+        m = _PS.match(text)
+        if m:
+            return "performance_schema", lambda: self.performance_schema(m.group(1), m.group(2).lower(), m.group(3))
+        m = _REPLICA_STATUS.match(text)
+        if m:
+            return "replica_status", lambda: self.replica_status(f"SHOW {m.group(1).upper()} STATUS", m.group(2), text)
+        if up in ("SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"):
+            return "binlog_status", lambda: self.binlog_status(up)
+        if up in ("SHOW BINARY LOGS", "SHOW MASTER LOGS"):
+            return "binary_logs", lambda: self.binary_logs(up)
+        if up in ("SHOW REPLICAS", "SHOW SLAVE HOSTS"):
+            return "replicas", lambda: self.replicas(up)
+        m = _EVENTS.match(text)
+        if m:
+            which = m.group(1).lower()
+            return f"{which}_events", lambda: self.events(which, m.group(2), m.group(3), m.group(4), m.group(5),
+                                                           m.group(6), text)
+        if up == "SELECT 1":
+            return "other", lambda: ([(1,)], [_column(Col("1", BIGINT))])
+        return "other", lambda: _raise(ERR.parse(text.split(" ", 1)[-1][:80]))
+
+    def _need(self, privilege: str) -> None:
+        if self.server.fault == "privilege":
+            raise ERR.privilege(privilege)
+
+    # -- answers ----------------------------------------------------------------------------------
+    def select_variables(self, items: str):
+        rows, cols = [], []
+        for item in _split_items(items):
+            m = _VAR_ITEM.match(item)
+            if not m:
+                raise ERR.parse(item)
+            scope, name, alias = m.groups()
+            key = name.lower()
+            kind = self.shape.variables.get(key)
+            if kind is None or key not in self.values:
+                raise ERR.unknown_variable(name)
+            value = self.values[key]
+            if kind == "s":
+                value = None if value is None else str(value)
+                cols.append(Col(alias or item.split(" ")[0], STRING))
+            else:
+                cols.append(Col(alias or item.split(" ")[0], BIGINT))
+            rows.append(value)
+        return [tuple(rows)], [_column(c) for c in cols]
+
+    def replica_status(self, statement: str, channel: str | None, text: str):
+        cols = self.shape.replica_status_statements.get(statement)
+        if cols is None:
+            raise ERR.parse(text.split(" ", 1)[1])
+        if channel is not None and not self.shape.channels:
+            raise ERR.parse(text[text.upper().index("FOR CHANNEL"):])
+        self._need("SUPER, REPLICATION CLIENT")
+        chans = [c for c in self.server.channels if channel is None or c.name == channel]
+        rows = [tuple(self._status_value(_canonical(c.name), ch) for c in cols) for ch in chans]
+        return rows, [_column(c) for c in cols]
+
+    def _status_value(self, col: str, ch: SimChannel) -> Any:
+        io, sql = ch.io_running == "Yes", ch.sql_running == "Yes"
+        table_repos = self.shape.version.triple >= (8, 0, 0)
+        values = {
+            "Replica_IO_State": ch.io_state if io else "", "Source_Host": ch.source_host, "Source_User": "repl",
+            "Source_Port": ch.source_port, "Connect_Retry": 60, "Source_Log_File": ch.source_log_file,
+            "Read_Source_Log_Pos": ch.read_pos, "Relay_Log_File": ch.relay_log_file,
+            "Relay_Log_Pos": ch.relay_log_pos, "Relay_Source_Log_File": ch.source_log_file,
+            "Replica_IO_Running": ch.io_running, "Replica_SQL_Running": ch.sql_running, "Last_Errno": 0,
+            "Skip_Counter": 0, "Exec_Source_Log_Pos": ch.exec_pos, "Relay_Log_Space": ch.relay_log_pos + 512,
+            "Until_Condition": "None", "Until_Log_Pos": 0, "Source_SSL_Allowed": "No",
+            "Seconds_Behind_Source": 0 if io and sql else None, "Source_SSL_Verify_Server_Cert": "No",
+            "Last_IO_Errno": ch.last_io_errno, "Last_IO_Error": ch.last_io_error, "Last_SQL_Errno": 0,
+            "Source_Server_Id": ch.source_server_id, "Source_UUID": ch.source_uuid,
+            "Source_Info_File": "mysql.slave_master_info" if table_repos else "/var/lib/mysql/master.info",
+            "SQL_Delay": 0, "SQL_Remaining_Delay": None,
+            "Replica_SQL_Running_State": ch.sql_state if sql else "", "Source_Retry_Count": 86400,
+            "Last_IO_Error_Timestamp": "261123 07:59:58" if ch.last_io_errno else "",
+            "Retrieved_Gtid_Set": ch.retrieved, "Executed_Gtid_Set": self.values["gtid_executed"],
+            "Auto_Position": ch.auto_position, "Channel_Name": ch.name, "Get_Source_public_key": 0,
+        }
+        return values.get(col, "")
+
+    def binlog_status(self, statement: str):
+        if statement not in self.shape.binlog_status_statements:
+            raise ERR.parse(statement.split(" ", 1)[1])
+        self._need("SUPER, REPLICATION CLIENT")
+        from jobs.sandbox.sim.dialects import BINLOG_STATUS
+
+        logs = self.server.binary_logs
+        rows = [(logs[-1].name, logs[-1].size, "", "", self.values["gtid_executed"])] if logs else []
+        return rows, [_column(c) for c in BINLOG_STATUS]
+
+    def binary_logs(self, statement: str):
+        if statement == "SHOW MASTER LOGS" and self.shape.version.triple >= (8, 4, 0):
+            raise ERR.parse("MASTER LOGS")
+        self._need("SUPER, REPLICATION CLIENT")
+        encrypted = len(self.shape.binary_logs) == 3
+        rows = [(b.name, b.size) + (("No",) if encrypted else ()) for b in self.server.binary_logs]
+        return rows, [_column(c) for c in self.shape.binary_logs]
+
+    def replicas(self, statement: str):
+        cols = self.shape.replicas_statements.get(statement)
+        if cols is None:
+            raise ERR.parse(statement.split(" ", 1)[1])
+        self._need("REPLICATION SLAVE")
+        return [], [_column(c) for c in cols]
+
+    def performance_schema(self, columns: str, table: str, channel: str | None):
+        cols = self.shape.tables.get(table)
+        if cols is None:
+            raise ERR.no_table("performance_schema", table)
+        if self.server.fault == "privilege":
+            raise ERR.table_denied("audit", table)
+        if columns.strip() == "*":
+            chosen = list(cols)
+        else:
+            by_name = {c.name.lower(): c for c in cols}
+            chosen = []
+            for name in _split_items(columns):
+                c = by_name.get(name.strip("`").lower())
+                if c is None:
+                    raise ERR.bad_field(name)
+                chosen.append(c)
+        rows = []
+        for ch in self.server.channels:
+            if channel is not None and ch.name != channel:
+                continue
+            values = self._ps_values(table, ch)
+            rows.append(tuple(values.get(c.name) for c in chosen))
+        return rows, [_column(c) for c in chosen]
+
+    def _ps_values(self, table: str, ch: SimChannel) -> dict[str, Any]:
+        if table == "replication_applier_configuration":
+            return {"CHANNEL_NAME": ch.name, "DESIRED_DELAY": 0, "PRIVILEGE_CHECKS_USER": None,
+                    "REQUIRE_ROW_FORMAT": "NO", "REQUIRE_TABLE_PRIMARY_KEY_CHECK": "STREAM",
+                    "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE": "OFF",
+                    "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE": None}
+        io = ch.io_running == "Yes"
+        queued = dt.datetime(2026, 11, 23, 7, 59, 59, 500000) if ch.last_queued else None
+        return {"CHANNEL_NAME": ch.name, "GROUP_NAME": "", "SOURCE_UUID": ch.source_uuid,
+                "THREAD_ID": 40 + len(ch.name) if io else None, "SERVICE_STATE": "ON" if io else "OFF",
+                # heartbeats arrive every slave_net_timeout / 2 on an idle channel
+                "COUNT_RECEIVED_HEARTBEATS": 12 if io else 0,
+                "LAST_HEARTBEAT_TIMESTAMP": dt.datetime(2026, 11, 23, 7, 59, 59) if io else None,
+                "RECEIVED_TRANSACTION_SET": ch.retrieved, "LAST_ERROR_NUMBER": ch.last_io_errno,
+                "LAST_ERROR_MESSAGE": ch.last_io_error,
+                "LAST_ERROR_TIMESTAMP": dt.datetime(2026, 11, 23, 7, 59, 58) if ch.last_io_errno else None,
+                "LAST_QUEUED_TRANSACTION": ch.last_queued,
+                "LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP": queued,
+                "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP": queued,
+                "LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP": queued,
+                "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP": queued,
+                "QUEUEING_TRANSACTION": "", "QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP": None,
+                "QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP": None,
+                "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP": None}
+
+    def events(self, which: str, log_name: str | None, pos: str | None, a: str | None, b: str | None,
+               channel: str | None, text: str):
+        from jobs.sandbox.sim.dialects import EVENTS
+
+        statement = f"SHOW {which.upper()} EVENTS"
+        if channel is not None and not self.shape.channels:
+            raise ERR.parse(text[text.upper().index("FOR CHANNEL"):])
+        self._need("REPLICATION SLAVE")
+        offset, limit = (int(a), int(b)) if b is not None else (0, int(a) if a is not None else 10 ** 9)
+        start = int(pos) if pos is not None else 0
+        if which == "binlog":
+            logs = self.server.binary_logs
+            log = next((x for x in logs if x.name == log_name), None) if log_name else (logs[0] if logs else None)
+            if log is None:
+                raise ERR.no_log(statement)
+            events = self._binlog_events(log, offset + limit)
+        else:
+            chans = [c for c in self.server.channels if c.name == (channel or "")]
+            if not chans or (log_name and log_name != chans[0].relay_log_file):
+                raise ERR.no_log(statement)
+            events = chans[0].relay_events
+            log_name = chans[0].relay_log_file
+        chosen = [e for e in events if e[0] >= start][offset:offset + limit]
+        rows = [(log_name or "",) + tuple(e) for e in chosen]
+        return rows, [_column(c) for c in EVENTS]
+
+    def _binlog_events(self, log, needed: int) -> list[list[Any]]:
+        v = self.shape.version
+        fd = format_desc_end(v)
+        previous = log.previous_gtids
+        prev_end = fd + 31 + 40 * previous.count(":")
+        events = [[4, "Format_desc", self.server.server_id, fd, f"Server ver: {self.values['version']}, Binlog ver: 4"],
+                  [fd, "Previous_gtids", self.server.server_id, prev_end, previous]]
+        pos = end = prev_end
+        if needed > 2 and log.gtids:
+            for gtid in iter_gtids(GtidSet.parse(log.gtids), (needed - 2) // 5 + 1):
+                # pos == end: in a binary log End_log_pos is the position in this same file
+                ev, pos, end = transaction_events(gtid, pos, end, self.server.server_id)
+                events += ev
+        return events
+
+
+def _raise(exc: Exception):
+    raise exc
+
+
+def _column(c: Col):
+    from mysql_mimic import ResultColumn
+    from mysql_mimic.types import ColumnType
+
+    return ResultColumn(c.name, ColumnType(c.type))
+
+
+# --------------------------------------------------------------------------------------------
+# serving
+
+def _install_sqlstates() -> None:
+    """mysql-mimic sends HY000 for error numbers its table lacks; give it the server's SQLSTATEs."""
+    from mysql_mimic import errors
+
+    for errno, state in SQLSTATE.items():
+        errors.SQLSTATES.setdefault(errno, state.encode())
+
+
+class _Identity:
+    """mysql_native_password with the server's own password for every user name."""
+
+    def __init__(self, password: str):
+        from mysql_mimic.auth import NativePasswordAuthPlugin
+
+        self.auth_string = NativePasswordAuthPlugin.create_auth_string(password)
+
+    def provider(self):
+        from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin, User
+
+        auth_string = self.auth_string
+
+        class Provider(IdentityProvider):
+            async def get_user(self, username: str):
+                return User(name=username, auth_string=auth_string, auth_plugin=NativePasswordAuthPlugin.name)
+
+        return Provider()
+
+
+async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Accept and say nothing (a hung server): wait until the client gives up."""
+    try:
+        await reader.read()
+    finally:
+        writer.close()
+
+
+async def serve(servers: list[SimServer], lifetime_s: float, latency: Latency, seed: int = 0,
+                ready: Path | None = None) -> None:
+    """Serve ``servers`` for ``lifetime_s`` seconds, then close every listener."""
+    from mysql_mimic import MysqlServer
+
+    _install_sqlstates()
+    rng = random.Random(seed)
+    listeners = []
+    identities: dict[str, Any] = {}
+    for server in servers:
+        if server.fault == "refused":
+            continue
+        if server.fault == "silent":
+            listeners.append(await asyncio.start_server(_silent, host=server.host, port=server.port))
+            continue
+        shape = shape_for(server.version)
+        if server.password not in identities:
+            identities[server.password] = _Identity(server.password).provider()
+        factory = (lambda s=server, sh=shape: SimSession(s, sh, latency, rng))
+        mimic = MysqlServer(session_factory=factory, identity_provider=identities[server.password])
+        await mimic.start_server(host=server.host, port=server.port, backlog=256)
+        listeners.append(mimic)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    if ready is not None:
+        ready.write_text(str(os.getpid()))
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=lifetime_s)
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        for listener in listeners:
+            listener.close()
+        if ready is not None:
+            ready.with_suffix(".stats").write_text(json.dumps(STATS))
+
+
+def _raise_fd_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One simulator process: ``python -m jobs.sandbox.sim.server --fleet F --shard I --shards K``."""
+    p = argparse.ArgumentParser(prog="gtid-audit-sim")
+    p.add_argument("--fleet", type=Path, required=True)
+    p.add_argument("--shard", type=int, default=0)
+    p.add_argument("--shards", type=int, default=1)
+    p.add_argument("--lifetime", type=float, default=600.0)
+    p.add_argument("--latency", default="1-3")
+    p.add_argument("--ready", type=Path)
+    args = p.parse_args(argv)
+    logging.getLogger("mysql_mimic").setLevel(logging.CRITICAL)
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    _raise_fd_limit()
+    fleet = SimFleet.load(args.fleet)
+    servers = fleet.servers[args.shard::args.shards]
+    try:
+        asyncio.run(serve(servers, args.lifetime, Latency.parse(args.latency), seed=args.shard,
+                          ready=args.ready))
+    except OSError as exc:
+        if args.ready is not None:
+            args.ready.with_suffix(".error").write_text(str(exc))
+        raise
+    return 0
+
+
+class Simulator:
+    """Simulator processes for a saved fleet; a context manager that stops exactly them."""
+
+    def __init__(self, fleet_path: str | Path, *, processes: int = 1, lifetime_s: float = 600.0,
+                 latency: Latency | str = "1-3", workdir: str | Path | None = None):
+        self.fleet_path = Path(fleet_path).resolve()
+        self.processes = max(1, processes)
+        self.lifetime_s = lifetime_s
+        self.latency = latency if isinstance(latency, Latency) else Latency.parse(latency)
+        self.workdir = Path(workdir or self.fleet_path.parent)
+        self.procs: list[subprocess.Popen] = []
+        self.cpu_seconds = 0.0
+
+    def start(self, timeout: float = 120.0) -> "Simulator":
+        readies = []
+        for i in range(self.processes):
+            ready = self.workdir / f"sim-{i}.ready"
+            for f in (ready, ready.with_suffix(".error"), ready.with_suffix(".stats")):
+                f.unlink(missing_ok=True)
+            readies.append(ready)
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "jobs.sandbox.sim", "--fleet", str(self.fleet_path),
+                 "--shard", str(i), "--shards", str(self.processes), "--lifetime", str(self.lifetime_s),
+                 "--latency", self.latency.spec(), "--ready", str(ready)],
+                start_new_session=True, cwd=str(Path(__file__).resolve().parents[3])))
+        deadline = time.monotonic() + timeout
+        while not all(r.exists() for r in readies):
+            failed = [r.with_suffix(".error").read_text() for r in readies if r.with_suffix(".error").exists()]
+            dead = [p.pid for p in self.procs if p.poll() is not None]
+            if failed or dead or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"simulator did not start: {failed or f'processes {dead} exited' or 'timeout'}")
+            time.sleep(0.05)
+        return self
+
+    def cpu_now(self) -> float:
+        """CPU seconds (user + system) the simulator processes have used so far."""
+        total = 0.0
+        tick = os.sysconf("SC_CLK_TCK")
+        for p in self.procs:
+            try:
+                fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, IndexError, ValueError):
+                pass
+        return total
+
+    def stats(self) -> dict[str, int]:
+        """Connections and statements served, summed over the processes (after :meth:`stop`)."""
+        total = {"connections": 0, "statements": 0, "pings": 0}
+        for i in range(self.processes):
+            f = self.workdir / f"sim-{i}.stats"
+            if f.exists():
+                for k, v in json.loads(f.read_text()).items():
+                    total[k] = total.get(k, 0) + v
+        return total
+
+    def stop(self) -> None:
+        if self.procs:
+            self.cpu_seconds = max(self.cpu_seconds, self.cpu_now())
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+
+    def __enter__(self) -> "Simulator":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
