@@ -570,8 +570,9 @@ class ServerReader:
                 self._error_from_exception(exc, None)
                 return self.result
             self._read_all()
-        except _Stop:
-            pass
+        except _Stop:  # the connection was lost or the deadline passed after the read began
+            if server["status"] == "ok":
+                server["status"] = "partial"
         except Exception as exc:  # a bug or a value nothing foresaw: still data, never a crash
             self.statement_failed = True
             self.error(ErrorClass.UNEXPECTED, f"{type(exc).__name__}: {exc}")
@@ -792,7 +793,9 @@ class ServerReader:
         complete, so the end of the newest file is what must be read. The newest file is the
         applier's (Relay_Log_File) or a later one the receiver rotated to (the next file
         numbers are probed). Reading starts at Relay_Log_Pos (a transaction boundary) when the
-        newest file is the applier's, else at the file's start; ``SHOW RELAYLOG EVENTS`` has no
+        newest file is the applier's and the server is 8.0.2 or later, else at the file's start
+        (before 8.0.2 the last retrieved GTID, which Bug #72392's check needs, may lie before
+        the applier's position, and only the relay log shows it); ``SHOW RELAYLOG EVENTS`` has no
         "last n events", so when more than ``relay_tail_max_events`` events follow that start,
         the end is located by probing ``LIMIT k, 1`` at doubling then halving offsets (at most
         ``relay_tail_max_scan_events`` events deep) and the last ``relay_tail_max_events``
@@ -807,7 +810,11 @@ class ServerReader:
         current = channel.get("relay_log_file")
         if not current:
             return
-        newest, start = current, channel.get("relay_log_pos")
+        # Before 8.0.2 nothing but the relay log tells the last retrieved GTID (no
+        # LAST_QUEUED_TRANSACTION), and on a caught-up replica it lies before the applier's
+        # position: read the newest file from its start (its end is still what is kept).
+        from_applier = dialect.version.triple >= (8, 0, 2)
+        newest, start = current, (channel.get("relay_log_pos") if from_applier else None)
         m = re.fullmatch(r"(.*\.)(\d+)", current)
         if m:  # probe the next file numbers: the receiver may have rotated past the applier
             prefix, number, width = m.group(1), int(m.group(2)), len(m.group(2))

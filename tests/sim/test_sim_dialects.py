@@ -7,7 +7,7 @@ import mysql.connector
 import pytest
 
 from jobs.collector import RunContext, read_server
-from jobs.config import load_config, resolve_password
+from jobs.config import load_config
 from jobs.sandbox.sim import FleetBuilder, Simulator
 from jobs.sandbox.sim.model import PASSWORD
 
@@ -69,9 +69,9 @@ def test_version_rejects_like_the_server(sim, version, statement, errno):
 def test_collector_reads_every_version(sim, version):
     """read_server reads each version without an error row, with the version's replica statement."""
     fleet, config = sim
-    ctx = RunContext("t", dt.date.today(), config.collection)
+    ctx = RunContext("t", dt.date.today(), config.collection.read_settings())
     spec = {s.name: s for s in config.inventory()}[f"v{version.replace('.', '')}-r1"]
-    result = read_server(spec, resolve_password(spec), ctx)
+    result = read_server(spec, ctx)
     assert result.errors == []
     assert result.server["status"] == "ok"
     assert result.server["gtid_executed"] == fleet.server(spec.name).gtid_executed
