@@ -4,8 +4,8 @@ Starts one sandbox fleet of PAIRS source->replica pairs (default 4 pairs = 8 ser
 enough for 2 cores), then for each inventory size (the first N servers, pairs kept together) and
 each (concurrency, per_task_concurrency) setting (after FLUSH BINARY LOGS --binlogs times on
 every server, so that each read runs some 50 statements) runs a full collection (probe stage, read
-stage, six Delta commits with delta-rs) REPS times and prints the best and median wall-clock
-seconds as a markdown table, plus the share of the time spent writing Delta tables.
+stage, six delta-spark commits from the executors) REPS times and prints the best and median
+wall-clock seconds as a markdown table.
 
 Usage: python benchmarks/collect_fleet.py [--pairs 4] [--reps 3] [--sizes 2,4,8]
 The figures are recorded in docs/benchmarks.md (section "Collection").
@@ -26,9 +26,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import yaml  # noqa: E402
 
-from jobs.collect import collect_rows, run_collect  # noqa: E402
-from jobs.collector import RunContext  # noqa: E402
-from jobs.config import SparkSettings, parse_config, resolve_password  # noqa: E402
+from jobs.collect import run_collect  # noqa: E402
+from jobs.config import SparkSettings, parse_config  # noqa: E402
 from jobs.sandbox.fleet import Fleet, Topology  # noqa: E402
 from jobs.sandbox.installer import ensure_mysql  # noqa: E402
 from jobs.spark import LOCAL_TEST_CONF, build_session  # noqa: E402
@@ -66,30 +65,24 @@ def main() -> int:
     try:
         base = yaml.safe_load(fleet.write_audit_config(work / "conf.yaml", warehouse=str(work / "wh")).read_text())
         print(f"\nhost: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Spark local[2], "
-              f"delta-rs writer, MySQL 9.7 sandbox, {args.binlogs + 1}+ binary logs per server, "
+              f"delta-spark writer, MySQL 9.7 sandbox, {args.binlogs + 1}+ binary logs per server, "
               f"best/median of {args.reps} runs\n")
-        print("| servers | concurrency | per task | best s | median s | read stage s (median) |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| servers | concurrency | per task | best s | median s |")
+        print("| ---: | ---: | ---: | ---: | ---: |")
         run = 0
         for n in sizes:
             for conc, per_task in SETTINGS:
                 data = dict(base, servers=base["servers"][:n],
                             collection={"concurrency": conc, "per_task_concurrency": per_task})
                 config = parse_config(data, str(work / "conf.yaml"))
-                totals, reads = [], []
+                totals = []
                 for _ in range(args.reps):
                     run += 1
-                    summary = run_collect(config, spark=spark, run_id=f"bench-{run}")
+                    summary = run_collect(spark, config, run_id=f"bench-{run}")
                     assert summary.servers_ok == n, summary.line()
                     totals.append(summary.seconds)
-                    specs = list(config.inventory())
-                    pw = {s.name: resolve_password(s) for s in specs}
-                    ctx = RunContext(run_id=f"bench-r{run}", run_date=summary.run_date, settings=config.collection)
-                    t = time.monotonic()
-                    collect_rows(spark, specs, pw, ctx)
-                    reads.append(time.monotonic() - t)
-                print(f"| {n} | {conc} | {per_task} | {min(totals):.2f} | {statistics.median(totals):.2f} "
-                      f"| {statistics.median(reads):.2f} |", flush=True)
+                print(f"| {n} | {conc} | {per_task} | {min(totals):.2f} | {statistics.median(totals):.2f} |",
+                      flush=True)
     finally:
         fleet.down()
     return 0

@@ -80,6 +80,12 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
         ("source_purged_required_gtids", "r3", "r1", ""),
         ("replication_stopped", "r3", "r1", ""),
         ("collection_failed", "ghost", None, None),
+        # failover readiness of the same faults: promoting r1 would refuse r2 (r1 purged its
+        # own errant transaction), promoting r3 would lose what r1 purged, so r1 has no safe
+        # candidate at all
+        ("failover_candidate_unsafe", "r1", "src", ""),
+        ("failover_candidate_unsafe", "r3", "r1", ""),
+        ("no_safe_failover_candidate", "r1", None, None),
     }, json.dumps({f"{k}": v["detail"] for k, v in found.items()}, indent=1)
     assert found[("errant_transactions", "r1", "src", "")]["gtid_set"] == one_line(errant.gtid_sets["errant"])
     assert found[("errant_transactions", "r1", "src", "")]["gtid_set"] == f"{r1_uuid}:hotfix:1"
@@ -93,7 +99,7 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
     firing = {a["labels"]["check_id"] for a in client.get_alerts(filters=['alertname=~"gtid_audit_.*"'])
               if a["labels"].get("server") in ("r1", "r2", "r3", "src", "bsrc", "ghost")}
     assert firing == {"errant_transactions", "source_purged_required_gtids", "replication_stopped",
-                      "collection_failed"}
+                      "collection_failed", "failover_candidate_unsafe", "no_safe_failover_candidate"}
 
     # ---- repairs, run 2
     scenarios.repair_errant(fleet, errant)
@@ -103,16 +109,19 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
     found = open_findings(warehouse, run2)
     # the repair declared the missing GTIDs with SET GLOBAL gtid_purged='+...': the history check
     # (r3 against its own previous snapshot) reports exactly that declaration, as it should
-    assert set(found) == {("collection_failed", "ghost", None, None), ("gtid_purged_jumped", "r3", None, None)}
+    assert set(found) == {("collection_failed", "ghost", None, None), ("gtid_purged_jumped", "r3", None, None)}, \
+        json.dumps({f"{k}": v["detail"] for k, v in found.items()}, indent=1)
     assert found[("gtid_purged_jumped", "r3", None, None)]["gtid_set"] == one_line(repaired.gtid_sets["declared_purged"])
     resolved = {(r["check_id"], r["server"]) for r in read_arrow(warehouse, "findings", run2).to_pylist()
                 if r["status"] == "resolved"}
     assert resolved == {("errant_transactions", "r1"), ("source_purged_required_gtids", "r3"),
-                        ("replication_stopped", "r3")}
+                        ("replication_stopped", "r3"), ("failover_candidate_unsafe", "r1"),
+                        ("failover_candidate_unsafe", "r3"), ("no_safe_failover_candidate", "r1")}
     feed = {(a["check_id"], a["server"]): a["event"] for a in read_arrow(warehouse, "alerts", run2).to_pylist()}
     assert feed == {("errant_transactions", "r1"): "resolved", ("source_purged_required_gtids", "r3"): "resolved",
                     ("replication_stopped", "r3"): "resolved", ("collection_failed", "ghost"): "still_open",
-                    ("gtid_purged_jumped", "r3"): "new"}
+                    ("gtid_purged_jumped", "r3"): "new", ("failover_candidate_unsafe", "r1"): "resolved",
+                    ("failover_candidate_unsafe", "r3"): "resolved", ("no_safe_failover_candidate", "r1"): "resolved"}
     firing = {a["labels"]["check_id"] for a in client.get_alerts(filters=['alertname=~"gtid_audit_.*"'])
               if a["labels"].get("server") in ("r1", "r2", "r3", "src", "bsrc", "ghost")}
     assert firing == {"collection_failed", "gtid_purged_jumped"}
