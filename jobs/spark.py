@@ -78,12 +78,12 @@ def build_session(settings: SparkSettings | None = None):
         require_delta_classes(active)
         return active
     settings = settings or SparkSettings()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM
+        return _session_under_spark_submit(settings)
     builder = SparkSession.builder.appName(settings.app_name)
-    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM
-    master = settings.master or os.environ.get("MASTER") or (None if under_spark_submit else "local[*]")
-    if master:
-        builder = builder.master(master)
-    if master and master.startswith("local"):
+    master = settings.master or os.environ.get("MASTER") or "local[*]"
+    builder = builder.master(master)
+    if master.startswith("local"):
         # local workers must run this interpreter (the one with gtid-audit installed), and a
         # laptop or CI run has no use for the web UI
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -93,22 +93,32 @@ def build_session(settings: SparkSettings | None = None):
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")
-    if under_spark_submit:
-        # the JVM and its classpath exist already: spark-submit's --jars/--packages/--conf win
-        from pyspark import SparkConf, SparkContext
-
-        SparkContext._ensure_initialized()  # attaches to spark-submit's JVM; starts no context
-        require_delta_classes(jvm=SparkContext._jvm)  # before Spark warns about the extension
-        submitted = SparkConf()
-        conf = {key: value for key, value in session_conf_under_submit(settings).items()
-                if not submitted.contains(key)}
-    else:
-        conf = session_conf(settings)
-    for key, value in conf.items():
+    for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    if not under_spark_submit:
-        session.sparkContext.setLogLevel(settings.log_level)
+    session.sparkContext.setLogLevel(settings.log_level)
+    require_delta_classes(session)
+    return session
+
+
+def _session_under_spark_submit(settings: SparkSettings):
+    """The session of a spark-submit run: the JVM and its classpath exist already, so
+    spark-submit's master, name, ``--jars``/``--packages`` and ``--conf`` win; the configuration
+    only fills in what spark-submit left unset. Delta's classes are checked before the session
+    starts, so a missing jar is one clear error rather than Spark's warning and a later failure."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._ensure_initialized()  # attaches to spark-submit's JVM; starts no context
+    require_delta_classes(jvm=SparkContext._jvm)
+    submitted = SparkConf()
+    builder = SparkSession.builder
+    if not submitted.contains("spark.app.name"):
+        builder = builder.appName(settings.app_name)
+    for key, value in session_conf_under_submit(settings).items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
     require_delta_classes(session)
     return session
 
