@@ -29,6 +29,7 @@ LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
 #: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",

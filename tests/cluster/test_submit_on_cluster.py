@@ -26,7 +26,7 @@ FINDING_COLUMNS = ("check_id", "server", "source", "channel", "severity", "gtid_
 RUN_TIMEOUT_S = 1200
 
 
-def _run(argv, *, cwd, env, what):
+def _run(argv, *, cwd, env):
     done = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S)
     output = done.stdout + done.stderr
@@ -54,6 +54,9 @@ def _spark_defaults(conf_dir: Path, event_dir: Path) -> Path:
     settings = {
         "spark.eventLog.enabled": "true",
         "spark.eventLog.dir": event_dir.as_uri(),
+        # one plain JSON-lines file the test can read (Spark 4 defaults to rolling zstd files)
+        "spark.eventLog.rolling.enabled": "false",
+        "spark.eventLog.compress": "false",
         "spark.driver.memory": "1g",
         "spark.executor.memory": "512m",
         "spark.executor.cores": "1",
@@ -84,13 +87,13 @@ def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, fleet_fac
     local_wh = tmp_path / "warehouse-local"
     local_config = fleet.write_audit_config(tmp_path / "local" / "audit.yaml", warehouse=str(local_wh))
     local_rc, local_out = _run([VENV_BIN / "gtid-audit", "run", "--config", local_config],
-                               cwd=tmp_path, env=_env(), what="local run")
+                               cwd=tmp_path, env=_env())
     assert local_rc == 2, local_out[-4000:]  # 2: open critical findings (the errant transaction)
 
     # 2. the artefacts a user deploys
     dist = tmp_path / "dist"
     rc, out = _run(["make", "-o", ".venv/.installed", "dist", f"DIST={dist}", f"PY={sys.executable}"],
-                   cwd=REPO, env=_env(), what="make dist")
+                   cwd=REPO, env=_env())
     assert rc == 0, out[-4000:]
     assert list(dist.glob("gtid_audit-*-py3-none-any.whl")), sorted(p.name for p in dist.iterdir())
     zip_path = dist / "gtid_audit-pyfiles.zip"
@@ -106,8 +109,7 @@ def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, fleet_fac
     env = _env(SPARK_MASTER=spark_cluster.master_url, DEPLOY_MODE="client",
                SPARK_SUBMIT=str(VENV_BIN / "spark-submit"), PYTHON=sys.executable, PYFILES_ZIP=str(zip_path),
                SPARK_CONF_DIR=str(_spark_defaults(tmp_path / "spark-conf", event_dir)))
-    cluster_rc, cluster_out = _run([REPO / "deploy" / "submit.sh", shipped], cwd=submit_cwd, env=env,
-                                   what="submit.sh")
+    cluster_rc, cluster_out = _run([REPO / "deploy" / "submit.sh", shipped], cwd=submit_cwd, env=env)
     assert cluster_rc == local_rc, cluster_out[-6000:]
     assert "gtid_audit_main: --config audit.yaml from --files: " in cluster_out
 
@@ -122,12 +124,14 @@ def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, fleet_fac
     #     worker from the directory that worker made for it
     events = _events(event_dir)
     app_id = next(e["App ID"] for e in events if e["Event"] == "SparkListenerApplicationStart")
-    added = {e["Executor ID"]: e["Executor Info"]["Host"] for e in events if e["Event"] == "SparkListenerExecutorAdded"}
+    added = {e["Executor ID"]: e["Executor Info"] for e in events if e["Event"] == "SparkListenerExecutorAdded"}
     ran = {e["Task Info"]["Executor ID"] for e in events
            if e["Event"] == "SparkListenerTaskEnd" and e["Task End Reason"]["Reason"] == "Success"}
-    assert set(added.values()) == {"127.0.0.1"}
+    assert {info["Host"] for info in added.values()} == {"127.0.0.1"}
     assert ran <= set(added)
     worker_of = {executor.name: i for i in range(2)
                  for executor in (spark_cluster.work_dir(i) / app_id).iterdir() if executor.is_dir()}
     assert set(worker_of) == set(added), (worker_of, added)
+    for executor, info in added.items():  # the executor's log pages are served by its worker
+        assert f":{spark_cluster.workers[worker_of[executor]].web_port}/" in info["Log Urls"]["stdout"]
     assert {worker_of[e] for e in ran} == {0, 1}

@@ -172,6 +172,16 @@ def test_show_prints_the_jars_for_spark_submit(real_jars):
     assert done.stdout.strip() == real_jars.csv
 
 
+def test_show_without_jars_exits_1_with_the_fix(tmp_path):
+    """`show` on an empty cache exits 1 and prints the coordinate and the install command, no traceback."""
+    done = subprocess.run([sys.executable, "-m", "jobs.delta_jars", "show", "--csv"], cwd=REPO,
+                          env={**os.environ, "GTID_AUDIT_CACHE": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "io.delta:delta-spark_4.2_2.13:4.4.0" in done.stderr and INSTALL_HINT in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.spark
 def test_session_writes_and_reads_delta_with_delta_spark(spark, tmp_path):
     """The test session writes a Delta table with df.write.format('delta') and reads it back; Delta's log records the writes."""
