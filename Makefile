@@ -1,12 +1,14 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Everything lives in a .venv inside the checkout; MySQL is unpacked into ~/.cache/gtid-audit
-# ($GTID_AUDIT_CACHE overrides it; see jobs/sandbox/installer.py).
+# ($GTID_AUDIT_CACHE overrides it; see jobs/sandbox/installer.py), and so are Delta's jars
+# (`make jars`: the delta-spark jars matching the installed pyspark, see jobs/delta_jars.py).
 PYTHON ?= python3
+DIST   ?= dist
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv mysql clean dist bench
+.PHONY: demo test venv mysql jars clean dist bench
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,13 +21,18 @@ venv: $(STAMP)
 mysql: $(STAMP)
 	$(VENV)/bin/gtid-audit sandbox install
 
-demo: mysql
+# Spark's own Ivy resolution, once; offline and instant when cached
+jars: $(STAMP)
+	$(PY) -m jobs.delta_jars install
+
+demo: mysql jars
 	$(VENV)/bin/gtid-audit demo
 
-test: mysql
+# pytest's exit code is make's: 5 (no tests collected) fails like any other failure
+test: mysql jars
 	$(PY) -m pytest
 
-bench: mysql
+bench: mysql jars
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/gtid_set_ops.py
 	$(PY) benchmarks/sandbox_fleet_up.py
@@ -34,8 +41,8 @@ bench: mysql
 
 dist: $(STAMP)
 	$(PY) -m pip install --quiet build
-	$(PY) -m build --wheel --outdir dist .
-	$(PY) deploy/make_pyfiles_zip.py dist
+	$(PY) -m build --wheel --outdir $(DIST) .
+	$(PY) deploy/make_pyfiles_zip.py $(DIST)
 
 clean:
 	rm -rf build dist *.egg-info warehouse .sandbox

@@ -1,39 +1,56 @@
 #!/usr/bin/env bash
 # Run the nightly gtid-audit job on a Spark cluster.
 #
-#   deploy/submit.sh CONFIG [extra gtid-audit run options, e.g. --fail-on warning]
+#   deploy/submit.sh CONFIG [extra gtid-audit run options, e.g. --fail-on warning --run-id ID]
+#
+# CONFIG is shipped with --files and the job reads it by its file name (SparkFiles), so the same
+# command works in client and cluster mode. Delta's jars go with --jars; the Python packages
+# with --py-files. What spark-submit does not get here comes from your cluster's
+# $SPARK_CONF_DIR/spark-defaults.conf (event log, executor memory, spark.executorEnv.*).
 #
 # Environment (all optional):
-#   SPARK_MASTER      cluster manager URL            (default: yarn)
-#   DEPLOY_MODE       client | cluster                (default: client: the alert feed and
-#                                                     exit code come back to the scheduler)
-#   DELTA_VERSION     io.delta:delta-spark_2.13 version matching your Spark (default 4.4.1,
-#                     built for Spark 4.2; see https://docs.delta.io/ "compatibility")
+#   SPARK_SUBMIT      the spark-submit to run                  (default: spark-submit on PATH)
+#   SPARK_MASTER      cluster manager URL                      (default: yarn)
+#   DEPLOY_MODE       client | cluster                          (default: client: the alert feed
+#                                                              and the exit code come back here)
+#   PYTHON            a Python with gtid-audit installed on this host, used to find the Delta
+#                     jars `make jars` cached                   (default: python3)
+#   DELTA_JARS        comma-separated Delta jars for --jars     (default: `$PYTHON -m
+#                     jobs.delta_jars show --csv`, i.e. io.delta:delta-spark_4.2_2.13:4.4.0 and
+#                     its dependencies, resolved for the installed pyspark/delta-spark)
+#   DELTA_PACKAGES    instead of DELTA_JARS: a Maven coordinate for --packages, resolved by
+#                     spark-submit from your mirror (e.g. io.delta:delta-spark_4.2_2.13:4.4.0)
 #   PYFILES_ZIP       zip of gtid_core/, schemas/, jobs/ built by `make dist`
-#                     (default: dist/gtid_audit-pyfiles.zip)
-#   PYSPARK_PYTHON    the executors' Python; it needs mysql-connector-python, pydantic,
-#                     pyyaml and tenacity (install the wheel from `make dist` into that
-#                     environment, or ship a packed venv with --archives, see docs/deployment.md)
-#
-# With --packages, Delta's jars come from your Maven mirror and the job writes the Delta tables
-# with delta-spark (spark.read.format("delta") / replaceWhere). Without them it falls back to
-# delta-rs from the driver, which writes identical tables.
+#                                                              (default: dist/gtid_audit-pyfiles.zip)
+#   PYSPARK_PYTHON    the executors' Python: it needs mysql-connector-python and the packages of
+#                     the zip's imports (docs/deployment.md "Executors")
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-[ $# -ge 1 ] || { sed -n '2,20p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,29p' "$0"; exit 2; }
 config="$1"; shift
+: "${SPARK_SUBMIT:=spark-submit}"
 : "${SPARK_MASTER:=yarn}"
 : "${DEPLOY_MODE:=client}"
-: "${DELTA_VERSION:=4.4.1}"
+: "${PYTHON:=python3}"
 : "${PYFILES_ZIP:=$here/../dist/gtid_audit-pyfiles.zip}"
 [ -f "$PYFILES_ZIP" ] || { echo "submit.sh: $PYFILES_ZIP not found: run 'make dist' first" >&2; exit 2; }
 [ -f "$config" ] || { echo "submit.sh: config file '$config' not found" >&2; exit 2; }
 
-exec spark-submit \
+if [ -n "${DELTA_PACKAGES:-}" ]; then
+  delta=(--packages "$DELTA_PACKAGES")
+else
+  if [ -z "${DELTA_JARS:-}" ]; then
+    # fails with the exact install command when the jars are not cached
+    DELTA_JARS="$("$PYTHON" -m jobs.delta_jars show --csv)"
+  fi
+  delta=(--jars "$DELTA_JARS")
+fi
+
+exec "$SPARK_SUBMIT" \
   --master "$SPARK_MASTER" \
   --deploy-mode "$DEPLOY_MODE" \
   --name gtid-audit-nightly \
-  --packages "io.delta:delta-spark_2.13:${DELTA_VERSION}" \
+  "${delta[@]}" \
   --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \
   --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
   --conf spark.sql.execution.arrow.pyspark.enabled=true \
@@ -42,4 +59,4 @@ exec spark-submit \
   --conf spark.speculation=false \
   --files "$config" \
   --py-files "$PYFILES_ZIP" \
-  "$here/gtid_audit_main.py" run --config "$config" "$@"
+  "$here/gtid_audit_main.py" run --config "$(basename "$config")" "$@"

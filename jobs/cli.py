@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "jobs.sandbox.cli",  # sandbox install|up|status|down
     "jobs.demo",        # demo
     "jobs.report",      # report
+    "jobs.delta_jars",  # delta-jars install|show
 )
 
 DESCRIPTION = """\

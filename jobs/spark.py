@@ -4,9 +4,12 @@
 settings win), otherwise builds one from the configuration's ``spark`` section. Every session
 runs in UTC so that the UTC timestamps of the tables read back unchanged.
 
-When the configuration asks for delta-spark (``spark.jars.packages`` naming ``io.delta``), the
-Delta SQL extension and catalog are set too; whether delta-spark then writes is decided in one
-place, ``jobs.delta_io.choose_writer``.
+Every session has Delta: delta-spark is the only writer of the tables. A session the job starts
+itself gets the jars cached by ``python -m jobs.delta_jars install`` (``spark.jars``, never
+``spark.jars.packages``: no network once cached), the Delta SQL extension and the Delta catalog.
+Under spark-submit the classpath is spark-submit's (``--jars`` / ``--packages`` win); the session
+only checks that Delta's classes load and raises ``jobs.delta_jars.DeltaClassesMissingError``,
+naming the jars and the fix, when they do not.
 """
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ from pathlib import Path
 from typing import Mapping
 
 from jobs.config import SparkSettings
+from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
-__all__ = ["build_session", "session_conf", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES"]
+__all__ = ["build_session", "session_conf", "delta_conf", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES"]
 
 #: Quiet log4j2 configuration for sessions the job starts itself.
 LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
@@ -25,22 +29,53 @@ LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
 #: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "1g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
+    "spark.databricks.delta.snapshotPartitions": "1",
+}
+
+#: Defaults of a session the job starts in local mode, below the user's ``spark.conf``: Delta
+#: rebuilds a table's state with ``snapshotPartitions`` tasks (50 by default), and a nightly
+#: table's log is small, so on one machine a few partitions avoid hundreds of idle tasks.
+LOCAL_DEFAULTS: Mapping[str, str] = {
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.shuffle.partitions": "8",
 }
 
 
+def _names_delta(value: str) -> bool:
+    return "delta-spark" in value or "io.delta" in value
+
+
+def delta_conf(user_conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a new session needs for Delta: the cached jars (unless ``user_conf`` brings its own
+    Delta through ``spark.jars`` / ``spark.jars.packages``), the SQL extension and the catalog.
+
+    The user's other ``spark.jars`` are kept, before the cached ones. Raises a
+    ``jobs.delta_jars.DeltaJarsError`` naming the fix when the jars are not installed.
+    """
+    user_conf = user_conf or {}
+    conf = {"spark.sql.extensions": DELTA_EXTENSION_CLASS,
+            "spark.sql.catalog.spark_catalog": DELTA_CATALOG_CLASS}
+    own = user_conf.get("spark.jars", "")
+    if not (_names_delta(own) or _names_delta(user_conf.get("spark.jars.packages", ""))):
+        conf["spark.jars"] = ",".join(filter(None, (own, installed_jars().csv)))
+    return conf
+
+
 def session_conf(settings: SparkSettings) -> dict[str, str]:
-    """The conf a new session gets: UTC, the configured extras, Delta wiring if requested."""
+    """The conf a new session gets: UTC, Delta (cached jars, extension, catalog), the configured extras."""
     conf = {"spark.sql.session.timeZone": "UTC"}
     conf.update(settings.conf)
-    if "io.delta" in conf.get("spark.jars.packages", ""):
-        conf.setdefault("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        conf.setdefault("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    conf.update(delta_conf(settings.conf))
+    for key in ("spark.sql.extensions", "spark.sql.catalog.spark_catalog"):
+        if key in settings.conf:  # the user's own extension list / catalog win
+            conf[key] = settings.conf[key]
     return conf
 
 
@@ -50,14 +85,15 @@ def build_session(settings: SparkSettings | None = None):
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        require_delta_classes(active)
         return active
     settings = settings or SparkSettings()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM
+        return _session_under_spark_submit(settings)
     builder = SparkSession.builder.appName(settings.app_name)
-    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM
-    master = settings.master or os.environ.get("MASTER") or (None if under_spark_submit else "local[*]")
-    if master:
-        builder = builder.master(master)
-    if master and master.startswith("local"):
+    master = settings.master or os.environ.get("MASTER") or "local[*]"
+    builder = builder.master(master)
+    if master.startswith("local"):
         # local workers must run this interpreter (the one with gtid-audit installed), and a
         # laptop or CI run has no use for the web UI
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -67,9 +103,45 @@ def build_session(settings: SparkSettings | None = None):
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")
+        for key, value in LOCAL_DEFAULTS.items():
+            builder = builder.config(key, value)
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    if not under_spark_submit:
-        session.sparkContext.setLogLevel(settings.log_level)
+    session.sparkContext.setLogLevel(settings.log_level)
+    require_delta_classes(session)
     return session
+
+
+def _session_under_spark_submit(settings: SparkSettings):
+    """The session of a spark-submit run: the JVM and its classpath exist already, so
+    spark-submit's master, name, ``--jars``/``--packages`` and ``--conf`` win; the configuration
+    only fills in what spark-submit left unset. Delta's classes are checked before the session
+    starts, so a missing jar is one clear error rather than Spark's warning and a later failure."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._ensure_initialized()  # attaches to spark-submit's JVM; starts no context
+    require_delta_classes(jvm=SparkContext._jvm)
+    submitted = SparkConf()
+    builder = SparkSession.builder
+    if not submitted.contains("spark.app.name"):
+        builder = builder.appName(settings.app_name)
+    for key, value in session_conf_under_submit(settings).items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    require_delta_classes(session)
+    return session
+
+
+def session_conf_under_submit(settings: SparkSettings) -> dict[str, str]:
+    """The conf a session started under spark-submit gets where spark-submit set nothing: UTC,
+    the configured extras, Delta's extension and catalog; never jars (the classpath is fixed)."""
+    conf = {"spark.sql.session.timeZone": "UTC",
+            "spark.sql.extensions": DELTA_EXTENSION_CLASS,
+            "spark.sql.catalog.spark_catalog": DELTA_CATALOG_CLASS}
+    conf.update(settings.conf)
+    conf.pop("spark.jars", None)
+    conf.pop("spark.jars.packages", None)
+    return conf

@@ -6,12 +6,19 @@ Alertmanager / the alerts table rather than from a red DAG.
 """
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from airflow import DAG
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-DELTA_VERSION = "4.4.1"  # match your Spark version
+# Delta's jars as `GTID_AUDIT_CACHE=/opt/gtid-audit/cache make jars` cached them on this host
+# (io.delta:delta-spark_4.2_2.13:4.4.0 for pyspark 4.2.0 and its dependencies); the manifest lists
+# them. With a Maven mirror, `packages="io.delta:delta-spark_4.2_2.13:4.4.0"` instead.
+DELTA_MANIFEST = Path("/opt/gtid-audit/cache/delta-jars/delta-spark_4.2_2.13-4.4.0/manifest.json")
+DELTA_JARS = ",".join(json.loads(DELTA_MANIFEST.read_text())["jars"])
+CONFIG = "/etc/gtid-audit/prod.yaml"  # shipped with --files, read by its name (SparkFiles)
 
 with DAG(
     dag_id="gtid_audit_nightly",
@@ -28,18 +35,23 @@ with DAG(
         application="/opt/gtid-audit/deploy/gtid_audit_main.py",
         application_args=[
             "--log-format", "json",
-            "run", "--config", "/etc/gtid-audit/prod.yaml",
+            "run", "--config", Path(CONFIG).name,
             "--run-id", "{{ ts_nodash }}",
             "--fail-on", "never",
         ],
         py_files="/opt/gtid-audit/dist/gtid_audit-pyfiles.zip",
-        packages=f"io.delta:delta-spark_2.13:{DELTA_VERSION}",
+        files=CONFIG,
+        jars=DELTA_JARS,
         conf={
             "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             "spark.sql.session.timeZone": "UTC",
             "spark.task.maxFailures": "1",
+            "spark.speculation": "false",
         },
-        env_vars={"GTID_AUDIT_PASSWORD": "{{ var.value.gtid_audit_password }}"},
+        # the executors' Python (mysql-connector-python + the wheel's dependencies, see
+        # docs/deployment.md "Executors"); the password reaches the executors through the
+        # configuration's password_file, present at the same path on every node
+        env_vars={"PYSPARK_PYTHON": "/opt/gtid-audit/venv/bin/python"},
         execution_timeout=timedelta(hours=2),
     )

@@ -1,0 +1,16 @@
+"""Fixtures of the cluster tests: a Spark standalone cluster (see standalone.py)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.cluster.standalone import StandaloneCluster
+
+
+@pytest.fixture
+def spark_cluster(tmp_path_factory):
+    """One master and two 1-core/1g workers on 127.0.0.1, each its own JVM, stopped by pid after the test."""
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
