@@ -1,4 +1,5 @@
-"""``gtid-audit sandbox install|up|status|down``: the local MySQL fleet's lifecycle.
+"""``gtid-audit sandbox install|up|status|down|load``: the local MySQL fleet's lifecycle, and a
+bounded background writer (``load``) that keeps its sources busy.
 
 Wired into the main parser by ``register(subparsers)``; also runnable on its own as
 ``python -m jobs.sandbox.cli sandbox install``.
@@ -81,6 +82,29 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(args: argparse.Namespace) -> int:
+    from jobs.sandbox.fleet import Fleet
+    from jobs.sandbox.load import LoadWriter
+
+    fleet = Fleet.attach(args.workdir)
+    try:
+        writer = LoadWriter(fleet, rate_per_s=args.rate, seconds=args.seconds,
+                            max_transactions=args.max_transactions, sources=args.source or None)
+    except ValueError as exc:
+        print(f"gtid-audit sandbox load: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"writing on {', '.join(writer.sources)}: {args.rate:g} transaction(s)/s each, "
+          f"at most {args.seconds:g} s and {args.max_transactions} transaction(s) per source", flush=True)
+    with writer:
+        try:
+            results = writer.wait()
+        except KeyboardInterrupt:
+            results = writer.stop()
+    for r in results:
+        print(f"{r.source:16s} {r.transactions:7d} transaction(s) in {r.seconds:.1f} s")
+    return 0
+
+
 def _guard(func):
     def run(args: argparse.Namespace) -> int:
         try:
@@ -94,7 +118,7 @@ def _guard(func):
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``sandbox`` and its sub-commands to the main parser's subparsers."""
     sandbox = subparsers.add_parser("sandbox", help="a local MySQL 9.7 fleet for tests and the demo")
-    commands = sandbox.add_subparsers(dest="sandbox_command", metavar="{install,up,status,down}")
+    commands = sandbox.add_subparsers(dest="sandbox_command", metavar="{install,up,status,down,load}")
     commands.required = True
 
     install = commands.add_parser("install", help="download and unpack MySQL into the cache (idempotent)")
@@ -123,6 +147,21 @@ def register(subparsers) -> argparse.ArgumentParser:
     down = commands.add_parser("down", help="stop exactly the servers the workdir's fleet started")
     down.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
     down.set_defaults(func=_guard(_down))
+
+    load = commands.add_parser(
+        "load", help="keep the fleet's sources busy with small transactions (bounded; stops by itself)",
+        description="Commit small multi-statement transactions (INSERT + UPDATE) on each source of the "
+                    "workdir's fleet, into its own database load_<source>, until --seconds or "
+                    "--max-transactions is reached (or Ctrl-C). See jobs/sandbox/load.py.")
+    load.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
+    load.add_argument("--rate", type=float, default=20.0, help="transactions per second per source (default 20)")
+    load.add_argument("--seconds", type=float, default=60.0, help="stop after this many seconds (default 60)")
+    load.add_argument("--max-transactions", type=int, default=10_000,
+                      help="stop a source after this many transactions (default 10000)")
+    load.add_argument("--source", action="append", metavar="SERVER",
+                      help="write on this server (repeatable; default: every server that feeds a replica "
+                           "and replicates from nobody)")
+    load.set_defaults(func=_guard(_load))
     return sandbox
 
 
