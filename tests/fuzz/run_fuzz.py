@@ -47,8 +47,9 @@ def _summary(name: str, runs: int, seconds: float, log: str, crashes: list[Path]
             "corpus": int(corpus), "crashes": [str(p.relative_to(ROOT)) for p in crashes]}
 
 
-def fuzz(name: str, runs: int, max_len: int, timeout_s: int) -> dict:
-    """Run one target in a child process; the summary of its run."""
+def fuzz(name: str, runs: int, max_len: int, timeout_s: int, max_seconds: int = 0) -> dict:
+    """Run one target in a child process; the summary of its run. ``max_seconds`` (0: none) stops
+    the run early; the summary then says how many inputs it reached."""
     seeds = DATA / "seeds" / name
     crash_dir = DATA / "crashes" / name
     crash_dir.mkdir(parents=True, exist_ok=True)
@@ -56,12 +57,14 @@ def fuzz(name: str, runs: int, max_len: int, timeout_s: int) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"fuzz-{name}-") as work:
         args = [work, *[str(d) for d in (seeds, crash_dir) if d.exists() and any(d.iterdir())],
                 f"-runs={runs}", f"-max_len={max_len}", f"-timeout={timeout_s}",
-                f"-artifact_prefix={crash_dir}/", "-print_final_stats=1"]
+                f"-artifact_prefix={crash_dir}/", "-print_final_stats=1", f"-max_total_time={max_seconds}"]
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "tests.fuzz.run_fuzz", "--child", name, "--", *args],
-                              cwd=ROOT, capture_output=True, text=True)
+        log_path = Path(work) / "libfuzzer.log"
+        with open(log_path, "w") as log_file:   # a file, not a pipe: a long run's output is unbounded
+            proc = subprocess.run([sys.executable, "-m", "tests.fuzz.run_fuzz", "--child", name, "--", *args],
+                                  cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
         seconds = time.monotonic() - started
-    log = proc.stdout + proc.stderr
+        log = log_path.read_text(errors="replace")
     crashes = sorted(set(crash_dir.iterdir()) - before)
     result = _summary(name, runs, seconds, log, crashes)
     result["exit"] = proc.returncode
@@ -80,13 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1_000_000, help="inputs per target (default 1,000,000)")
     parser.add_argument("--max-len", type=int, default=4096, help="largest input in bytes")
     parser.add_argument("--timeout", type=int, default=10, help="seconds one input may take")
+    parser.add_argument("--max-seconds", type=int, default=0, help="stop each target after this long (0: never)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.targets) - set(TARGET_NAMES))
     if unknown:
         parser.error(f"unknown target(s) {unknown!r}; targets are {', '.join(TARGET_NAMES)}")
     worst = 0
     for name in args.targets or TARGET_NAMES:
-        result = fuzz(name, args.runs, args.max_len, args.timeout)
+        result = fuzz(name, args.runs, args.max_len, args.timeout, args.max_seconds)
         tail = result.pop("log_tail", None)
         print(" ".join(f"{k}={v}" for k, v in result.items()), flush=True)
         if tail:
