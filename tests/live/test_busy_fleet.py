@@ -4,7 +4,7 @@ must flag nothing on a delayed, a lagging, a log_replica_updates=OFF or an ordin
 One fleet (jobs/sandbox/topologies/live.yaml, five servers) and two real runs of ``gtid-audit run``
 serve every test here, so the whole module costs one fleet and two audits:
 
-1. live-delayed gets SOURCE_DELAY = 900 s; the writer creates its table and the other replicas
+1. live-delayed gets SOURCE_DELAY = 3600 s; the writer creates its table and the other replicas
    catch up on it; a long reader on live-lagging locks that table (its applier waits).
 2. The writer starts (40 transactions a second, stopped after run 2; bounded anyway) and runs through
    both audits: every replica but live-r1 is then far more than the collector's relay tail cap
@@ -32,8 +32,12 @@ from jobs.sandbox.load import EVENTS_PER_TRANSACTION, LIVE_TOPOLOGY, LoadWriter,
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 TAIL_CAP = 2000          # collection.relay_tail_max_events, the collector's default
-DELAY_S = 900            # longer than this module runs, so the delayed applier never moves
-HOLD_S = 900             # the lagging replica's lock: released by the fixture, this is the safety bound
+# The bounds below are safety nets far beyond a normal run (about 2 minutes per audit): on a
+# loaded machine the module once took 18 minutes, and a bound that expires mid-module silently
+# turns the live fleet quiet (the writer stops, the delayed applier starts).
+DELAY_S = 3600           # longer than this module runs, so the delayed applier never moves
+HOLD_S = 1800            # the lagging replica's lock: released by the fixture, this is the safety bound
+WRITE_S = 1800           # the writer: stopped by the fixture after run 2, this is the safety bound
 BEHIND = 320             # transactions written before run 1: 320 * 7 events > TAIL_CAP
 REPLICAS = ("live-r1", "live-delayed", "live-lagging", "live-nolog")
 
@@ -80,7 +84,7 @@ def busy(mysql_dist, tmp_path_factory, spark):
     fleet = Fleet.up(Topology.load(LIVE_TOPOLOGY), work / "fleet", dist=mysql_dist)
     try:
         scenarios.delayed_replica(fleet, "live-delayed", delay_s=DELAY_S)
-        writer = LoadWriter(fleet, rate_per_s=40, seconds=600, max_transactions=20000).prepare()
+        writer = LoadWriter(fleet, rate_per_s=40, seconds=WRITE_S, max_transactions=80_000).prepare()
         fleet.wait_caught_up(channels=[c for c in fleet.topology.channels if c.replica != "live-delayed"])
         warehouse = work / "warehouse"
         config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(warehouse), connect_timeout_s=2)
