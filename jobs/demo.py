@@ -21,7 +21,13 @@ from typing import Any, Mapping, Sequence
 
 from jobs.sandbox.fleet import STANDARD_TOPOLOGY
 
-__all__ = ["register", "run_demo", "render_report"]
+__all__ = ["register", "run_demo", "render_report", "render_healthy_delayed"]
+
+#: The demo's delayed replica: behind on purpose, healthy.
+DEMO_DELAY_S = 300
+#: The writes during the demo's run. Kept under the collector's relay tail cap (2000 events,
+#: 7 per transaction): issue #11 defect 1 flags larger backlogs until the check is fixed.
+DEMO_LOAD = {"rate_per_s": 4.0, "seconds": 120.0, "max_transactions": 120}
 
 DEMO_DESCRIPTION = """\
 The whole product in one command, on this machine:
@@ -31,8 +37,11 @@ The whole product in one command, on this machine:
      errant transaction on billing-r1, orders-r1 purging binary logs the stopped orders-r3 still
      needs, billing-r1's relay log ending inside a transaction, a server 'legacy' with
      gtid_mode=OFF, an address that refuses connections, a server whose entry has a wrong password;
-  3. run the nightly job (collect + audit) in Spark local mode, Delta tables under --warehouse;
-  4. print what is wrong, where, how bad and what to do.
+     and add a healthy delayed replica (orders-delayed, SOURCE_DELAY 300 s);
+  3. run the nightly job (collect + audit) in Spark local mode, Delta tables under --warehouse,
+     while a bounded writer keeps the sources busy;
+  4. print what is wrong, where, how bad and what to do, and that the delayed replica is
+     behind but not at risk.
 The fleet is stopped at the end unless --keep is given."""
 
 log = logging.getLogger("gtid_audit.demo")
@@ -104,6 +113,22 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
     return "\n".join(out)
 
 
+def render_healthy_delayed(findings: Sequence[Mapping[str, Any]], delayed: Sequence[Any]) -> str:
+    """One line per delayed replica (a ScenarioResult of scenarios.add_delayed_replica): behind and
+    not at risk when the audit raised no warning or critical finding on it, else flagged."""
+    lines = []
+    for result in delayed:
+        name = result.servers[0]
+        alarms = sorted({f["check_id"] for f in findings if f.get("server") == name and f.get("status") == "open"
+                         and f.get("severity") in ("critical", "warning") and not f.get("silenced")})
+        if alarms:
+            lines.append(f"1 delayed replica flagged: {name} ({', '.join(alarms)})")
+        else:
+            lines.append(f"1 delayed replica: behind, not at risk ({name}, SOURCE_DELAY "
+                         f"{result.details['sql_delay']} s: no warning or critical finding)")
+    return "\n".join(lines)
+
+
 def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path, keep: bool,
              cache_dir: str | None = None) -> int:
     """Start the fleet, inject the faults, run the nightly job, print the report; exit code 0
@@ -115,6 +140,7 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
     from jobs.sandbox import scenarios
     from jobs.sandbox.fleet import STATE_FILE, Fleet, Topology
     from jobs.sandbox.installer import ensure_mysql
+    from jobs.sandbox.load import LoadWriter
 
     started = time.monotonic()
     dist = ensure_mysql(cache_dir)
@@ -130,18 +156,27 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         results = scenarios.inject_demo_faults(fleet)
         for result in results:
             print(f"  - {result.name}: {', '.join(result.servers)}")
+        # healthy but alive: a delayed replica, and sources taking writes while the job runs
+        delayed = scenarios.add_delayed_replica(fleet, "orders-delayed", "orders-src", delay_s=DEMO_DELAY_S)
+        print(f"  - healthy: orders-delayed replicates orders-src with SOURCE_DELAY = {DEMO_DELAY_S} s")
         config = fleet.write_audit_config(config_out, warehouse=str(warehouse.resolve()),
                                           extra_servers=scenarios.extra_config_servers(results))
         print(f"auditor config: {config}")
-        print("running the nightly job (collect + audit, Spark local mode) ...", flush=True)
+        print("running the nightly job (collect + audit, Spark local mode) while the sources take writes ...",
+              flush=True)
         audit_config = load_config(config)
-        night = run_night(audit_config, fail_on="never", send_alerts=False)
+        with LoadWriter(fleet, **DEMO_LOAD) as load:
+            night = run_night(audit_config, fail_on="never", send_alerts=False)
+            written = load.stop()
         print(night.collected.line())
         print_outcome(night.audited)
         run_id = night.run_id
         findings = read_arrow(str(warehouse.resolve()), "findings", run_id).to_pylist()
         print()
         print(render_report(findings))
+        print(render_healthy_delayed(findings, [delayed]))
+        print("busy sources: " + ", ".join(f"{r.source} took {r.transactions} transaction(s) during the run"
+                                            for r in written))
         report = write_fleet_report(audit_config, run_id)
         print(f"Delta tables written under {warehouse.resolve()} "
               f"(runs, servers, channels, binary_logs, relay_log_tail, collection_errors, findings, "

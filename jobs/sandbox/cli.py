@@ -1,5 +1,6 @@
-"""``gtid-audit sandbox install|up|status|down|sim``: the local MySQL fleet's lifecycle, and a
-simulated fleet at scale (``sim``, jobs/sandbox/sim).
+"""``gtid-audit sandbox install|up|status|down|load|sim``: the local MySQL fleet's lifecycle, a
+bounded background writer (``load``) that keeps its sources busy, and a simulated fleet at scale
+(``sim``, jobs/sandbox/sim).
 
 Wired into the main parser by ``register(subparsers)``; also runnable on its own as
 ``python -m jobs.sandbox.cli sandbox install``.
@@ -87,8 +88,8 @@ def _sim(args: argparse.Namespace) -> int:
     import time
     from collections import Counter
 
-    from jobs import cli
-
+    from jobs.config import load_config
+    from jobs.pipeline import run_night
     from jobs.sandbox.sim import Simulator, generate
     from jobs.sandbox.sim.score import read_findings, score
 
@@ -118,11 +119,9 @@ def _sim(args: argparse.Namespace) -> int:
             time.sleep(args.serve_only)
             return 0
         started = time.monotonic()
-        code = cli.main(["run", "--config", str(config), "--fail-on", "never", "--no-alertmanager"])
+        night = run_night(load_config(config), fail_on="never", send_alerts=False)
         elapsed = time.monotonic() - started
-        if code != 0:
-            print(f"gtid-audit run failed (exit {code})", file=sys.stderr)
-            return 1
+        print(night.collected.line())
     findings = read_findings(warehouse)
     result = score(fleet.truth, findings)
     by_check = Counter(f["check_id"] for f in findings if f.get("severity") in ("critical", "warning"))
@@ -136,6 +135,28 @@ def _sim(args: argparse.Namespace) -> int:
     for item in sorted(result.false_positives):
         print(f"  false positive: {item}")
     print(f"`gtid-audit findings --config {config}` lists them")
+
+
+def _load(args: argparse.Namespace) -> int:
+    from jobs.sandbox.fleet import Fleet
+    from jobs.sandbox.load import LoadWriter
+
+    fleet = Fleet.attach(args.workdir)
+    try:
+        writer = LoadWriter(fleet, rate_per_s=args.rate, seconds=args.seconds,
+                            max_transactions=args.max_transactions, sources=args.source or None)
+    except ValueError as exc:
+        print(f"gtid-audit sandbox load: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"writing on {', '.join(writer.sources)}: {args.rate:g} transaction(s)/s each, "
+          f"at most {args.seconds:g} s and {args.max_transactions} transaction(s) per source", flush=True)
+    with writer:
+        try:
+            results = writer.wait()
+        except KeyboardInterrupt:
+            results = writer.stop()
+    for r in results:
+        print(f"{r.source:16s} {r.transactions:7d} transaction(s) in {r.seconds:.1f} s")
     return 0
 
 
@@ -152,7 +173,7 @@ def _guard(func):
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``sandbox`` and its sub-commands to the main parser's subparsers."""
     sandbox = subparsers.add_parser("sandbox", help="a local MySQL 9.7 fleet for tests and the demo")
-    commands = sandbox.add_subparsers(dest="sandbox_command", metavar="{install,up,status,down,sim}")
+    commands = sandbox.add_subparsers(dest="sandbox_command", metavar="{install,up,status,down,load,sim}")
     commands.required = True
 
     install = commands.add_parser("install", help="download and unpack MySQL into the cache (idempotent)")
@@ -200,6 +221,20 @@ def register(subparsers) -> argparse.ArgumentParser:
     sim.add_argument("--workdir", type=Path, default=Path(".sandbox/sim"))
     sim.add_argument("--warehouse", default=None, help="default: WORKDIR/warehouse")
     sim.set_defaults(func=_guard(_sim))
+    load = commands.add_parser(
+        "load", help="keep the fleet's sources busy with small transactions (bounded; stops by itself)",
+        description="Commit small multi-statement transactions (INSERT + UPDATE) on each source of the "
+                    "workdir's fleet, into its own database load_<source>, until --seconds or "
+                    "--max-transactions is reached (or Ctrl-C). See jobs/sandbox/load.py.")
+    load.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
+    load.add_argument("--rate", type=float, default=20.0, help="transactions per second per source (default 20)")
+    load.add_argument("--seconds", type=float, default=60.0, help="stop after this many seconds (default 60)")
+    load.add_argument("--max-transactions", type=int, default=10_000,
+                      help="stop a source after this many transactions (default 10000)")
+    load.add_argument("--source", action="append", metavar="SERVER",
+                      help="write on this server (repeatable; default: every server that feeds a replica "
+                           "and replicates from nobody)")
+    load.set_defaults(func=_guard(_load))
     return sandbox
 
 

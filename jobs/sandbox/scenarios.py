@@ -22,7 +22,17 @@ the standard topology's shapes)
 ``gtid_off_server``                             -
 ``refused_address``, ``wrong_password``         - (config entries for the auditor)
 ``ContinuousWriter`` (writes while auditing)    ``.stop()``
+``delayed_replica``, ``add_delayed_replica``    ``undelay_replica`` (SOURCE_DELAY = 0)
+(SOURCE_DELAY: behind on purpose, healthy)
+``lagging_replica`` (a long reader holds a      the returned lock's ``.release()``
+table lock the applier waits for; healthy)
+busy sources: ``jobs.sandbox.load.LoadWriter``  bounded; stops by itself
+``replica_backlog`` (how far a replica is       -
+behind, as the replica computes it)
 ==============================================  ============================================
+
+The live conditions (a delayed, a lagging and a ``log_replica_updates=OFF`` replica of busy
+sources; topology ``topologies/live.yaml``) are healthy: an audit must not flag them.
 
 Scenario writes go to the ``sandbox_scenarios`` database, always on the top source of a chain
 so intermediate replicas never gain GTIDs of their own.
@@ -53,6 +63,7 @@ __all__ = [
     "relay_log_ends_inside_transaction", "repair_relay_log",
     "multi_source", "chain", "gtid_off_server", "refused_address", "wrong_password",
     "channel_status", "inject_demo_faults", "extra_config_servers",
+    "delayed_replica", "add_delayed_replica", "undelay_replica", "lagging_replica", "replica_backlog",
 ]
 
 DB = "sandbox_scenarios"
@@ -589,6 +600,114 @@ class ContinuousWriter:
     def __exit__(self, *exc: object) -> None:
         if not self._stop.is_set():
             self.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# live conditions: replicas that are behind and healthy
+
+def replica_backlog(fleet: Fleet, replica: str, channel: str | None = None,
+                    max_events: int = 100_000) -> ScenarioResult:
+    """How far ``replica`` is behind on a channel, as the replica itself says.
+
+    ``gtid_sets["received_not_applied"]`` is ``GTID_SUBTRACT(received set, gtid_executed)``
+    computed by the replica; ``details["relay_events_after_applier"]`` counts the relay-log
+    events from the applier's position (Relay_Log_Pos) to the end of its relay log file, up to
+    ``max_events``; plus the thread states and SQL_Delay of SHOW REPLICA STATUS.
+    """
+    ch = _channel(fleet, replica, channel)
+    rep = fleet.server(replica)
+    status = channel_status(rep, ch.channel)
+    received = status["RECEIVED_TRANSACTION_SET"]
+    behind = rep.query_value("SELECT GTID_SUBTRACT(%s, @@GLOBAL.gtid_executed)", (received,))
+    rows = rep.query(f"SHOW RELAYLOG EVENTS IN %s FROM {int(status['Relay_Log_Pos'])} "
+                     f"LIMIT {int(max_events)} FOR CHANNEL %s", (status["Relay_Log_File"], ch.channel))
+    return ScenarioResult(
+        name="replica_backlog", servers=(ch.replica, ch.source),
+        gtid_sets={"received_not_applied": behind, "replica.received_transaction_set": received,
+                   "replica.gtid_executed": rep.gtid_executed()},
+        details={"channel": ch.channel, "relay_log_file": status["Relay_Log_File"],
+                 "relay_log_pos": status["Relay_Log_Pos"], "relay_events_after_applier": len(rows),
+                 "event_types_after_applier": [r["Event_type"] for r in rows],
+                 "sql_delay": status["SQL_Delay"], "io_running": status["Replica_IO_Running"],
+                 "sql_running": status["Replica_SQL_Running"],
+                 "sql_state": status["Replica_SQL_Running_State"]})
+
+
+def delayed_replica(fleet: Fleet, replica: str, *, delay_s: int = 300, channel: str | None = None) -> ScenarioResult:
+    """Make ``replica`` a delayed replica: ``CHANGE REPLICATION SOURCE TO SOURCE_DELAY = delay_s``.
+
+    Only the applier is stopped for the change (the receiver keeps running, the relay logs are
+    kept): from now on each transaction is applied ``delay_s`` seconds after its source
+    committed it. Both threads run; the relay log fills with everything of the last
+    ``delay_s`` seconds. A healthy state, kept on purpose (a protection against a bad DROP).
+    """
+    ch = _channel(fleet, replica, channel)
+    rep = fleet.server(replica)
+    for_channel = f"FOR CHANNEL '{ch.channel}'"
+    rep.execute(f"STOP REPLICA SQL_THREAD {for_channel}",
+                f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = {int(delay_s)} {for_channel}",
+                f"START REPLICA SQL_THREAD {for_channel}")
+    status = channel_status(rep, ch.channel)
+    if int(status["SQL_Delay"]) != int(delay_s) or status["Replica_SQL_Running"] != "Yes" \
+            or status["Replica_IO_Running"] != "Yes":
+        raise ScenarioError(f"{replica!r} is not a running delayed replica: SQL_Delay {status['SQL_Delay']!r}, "
+                            f"threads {status['Replica_IO_Running']!r}/{status['Replica_SQL_Running']!r}")
+    return ScenarioResult(name="delayed_replica", servers=(ch.replica, ch.source),
+                          gtid_sets={"replica.gtid_executed": rep.gtid_executed(),
+                                     "replica.received_transaction_set": status["RECEIVED_TRANSACTION_SET"]},
+                          details={"channel": ch.channel, "sql_delay": int(status["SQL_Delay"])})
+
+
+def undelay_replica(fleet: Fleet, result: ScenarioResult, timeout: float = 60.0) -> ScenarioResult:
+    """SOURCE_DELAY back to 0; waits until the replica caught up."""
+    replica = result.servers[0]
+    ch = _channel(fleet, replica, result.details["channel"])
+    fleet.server(replica).execute(f"STOP REPLICA SQL_THREAD FOR CHANNEL '{ch.channel}'",
+                                  f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0 FOR CHANNEL '{ch.channel}'",
+                                  f"START REPLICA SQL_THREAD FOR CHANNEL '{ch.channel}'")
+    fleet.wait_caught_up(timeout=timeout, channels=[ch])
+    return ScenarioResult(name=result.name + "_repaired", servers=result.servers,
+                          gtid_sets={"replica.gtid_executed": fleet.server(replica).gtid_executed()},
+                          details={"channel": ch.channel, "sql_delay": 0})
+
+
+def add_delayed_replica(fleet: Fleet, name: str, source: str, *, delay_s: int = 300,
+                        cluster: str | None = None, channel: str = "") -> ScenarioResult:
+    """Start one more server, ``name``, replicating from ``source`` with ``SOURCE_DELAY = delay_s``.
+
+    The delay is set before the channel first starts, so even the source's existing history is
+    applied only ``delay_s`` seconds after the source committed it: the new replica receives
+    everything at once and applies nothing for a while. The fleet's topology (and saved state)
+    gain the server and the channel, so ``Fleet.down`` stops it in the right order.
+    """
+    fleet.add_server({"name": name, "cluster": cluster or fleet.cluster_of(source)})
+    data = fleet.topology.model_dump(by_alias=True, mode="json")
+    data["channels"].append({"replica": name, "source": source, "channel": channel})
+    fleet.topology = type(fleet.topology).load(data)
+    fleet.save()
+    ch = _channel(fleet, name, channel)
+    fleet.attach_channel(ch, start=False)
+    rep = fleet.server(name)
+    rep.execute(f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = {int(delay_s)} FOR CHANNEL '{channel}'",
+                f"START REPLICA FOR CHANNEL '{channel}'")
+    source_executed = fleet.server(source).gtid_executed()
+    _wait(lambda: rep.query_value("SELECT GTID_SUBSET(%s, %s)",
+                                  (source_executed, channel_status(rep, channel)["RECEIVED_TRANSACTION_SET"])),
+          f"{name!r} to receive {source_executed!r}")
+    result = delayed_replica(fleet, name, delay_s=delay_s, channel=channel)
+    return dataclasses.replace(result, name="add_delayed_replica")
+
+
+def lagging_replica(fleet: Fleet, replica: str, table: str, *, seconds: float = 120.0):
+    """A long reader on ``replica`` holds ``LOCK TABLES table READ`` for at most ``seconds``.
+
+    The applier waits for the lock while the receiver keeps filling the relay log: a replica
+    that falls behind with both threads running, the most common lag there is. Returns the
+    acquired :class:`~jobs.sandbox.load.HeldTableLock` (a context manager; ``release()`` ends it).
+    """
+    from jobs.sandbox.load import HeldTableLock
+
+    return HeldTableLock(fleet.server(replica), table, seconds=seconds).acquire()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""A healthy fleet that is alive: the nightly job, run twice while the source takes steady writes,
+must flag nothing on a delayed, a lagging, a log_replica_updates=OFF or an ordinary replica.
+
+One fleet (jobs/sandbox/topologies/live.yaml, five servers) and two real runs of ``gtid-audit run``
+serve every test here, so the whole module costs one fleet and two audits:
+
+1. live-delayed gets SOURCE_DELAY = 3600 s; the writer creates its table and the other replicas
+   catch up on it; a long reader on live-lagging locks that table (its applier waits).
+2. The writer starts (40 transactions a second, stopped after run 2; bounded anyway) and runs through
+   both audits: every replica but live-r1 is then far more than the collector's relay tail cap
+   (collection.relay_tail_max_events, 2000 events) behind, with both threads running.
+3. Run 1; FLUSH BINARY LOGS on live-nolog and live-src (a rotation between nights: the replicas'
+   relay logs rotate too, so in run 2 the backlogs span two relay log files); run 2.
+
+Which tests fail on the code of issue #11, and why, is written on their xfail markers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from gtid_core import GtidSet
+from jobs import cli
+from jobs.sandbox import scenarios
+from jobs.sandbox.fleet import Fleet, Topology
+from jobs.sandbox.load import EVENTS_PER_TRANSACTION, LIVE_TOPOLOGY, LoadWriter, applier_waiting, load_table
+
+pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
+
+TAIL_CAP = 2000          # collection.relay_tail_max_events, the collector's default
+# The bounds below are safety nets far beyond a normal run (about 2 minutes per audit): on a
+# loaded machine the module once took 18 minutes, and a bound that expires mid-module silently
+# turns the live fleet quiet (the writer stops, the delayed applier starts).
+DELAY_S = 3600           # longer than this module runs, so the delayed applier never moves
+HOLD_S = 1800            # the lagging replica's lock: released by the fixture, this is the safety bound
+WRITE_S = 1800           # the writer: stopped by the fixture after run 2, this is the safety bound
+BEHIND = 320             # transactions written before run 1: 320 * 7 events > TAIL_CAP
+REPLICAS = ("live-r1", "live-delayed", "live-lagging", "live-nolog")
+
+DEFECT_1 = ("issue #11 defect 1: incomplete_relay_log_tail reads only relay_tail_max_events events from the "
+            "applier position; a backlog longer than that ends the tail mid-transaction, whose complete GTID "
+            "is in Retrieved_Gtid_Set, and the in_retrieved branch makes it critical")
+DEFECT_2 = ("issue #11 defect 2: gtid_purged_jumped ignores log_replica_updates=OFF, where every applied "
+            "transaction goes straight into gtid_purged while older binary logs remain")
+
+
+@dataclasses.dataclass
+class BusyRuns:
+    fleet: Fleet
+    warehouse: Path
+    run_ids: tuple[str, str]
+    before: dict[str, dict]          # per run: server-reported facts read just before it
+    written_during: dict[str, str]   # run id -> GTIDs the source committed while that run ran
+    load: list
+
+
+def _facts(fleet: Fleet) -> dict:
+    """What the servers say about each live condition, read right before a run."""
+    facts = {name: dataclasses.asdict(scenarios.replica_backlog(fleet, name, max_events=TAIL_CAP * 3))
+             for name in REPLICAS}
+    for fact in facts.values():
+        types = fact["details"].pop("event_types_after_applier")
+        fact["event_at_tail_cap"] = types[TAIL_CAP - 1] if len(types) >= TAIL_CAP else None
+    nolog = fleet.server("live-nolog")
+    facts["live-nolog"]["variables"] = nolog.query(
+        "SELECT @@GLOBAL.log_bin AS log_bin, @@GLOBAL.log_replica_updates AS log_replica_updates, "
+        "@@GLOBAL.gtid_executed = @@GLOBAL.gtid_purged AS purged_is_executed")[0]
+    facts["live-lagging"]["applier_waiting"] = applier_waiting(fleet.server("live-lagging"))
+    return facts
+
+
+def _run(config: Path, run_id: str) -> int:
+    return cli.main(["run", "--config", str(config), "--run-id", run_id, "--fail-on", "never", "--no-alertmanager"])
+
+
+@pytest.fixture(scope="module")
+def busy(mysql_dist, tmp_path_factory, spark):
+    """The live fleet under writes, audited twice (see the module docstring)."""
+    work = tmp_path_factory.mktemp("live")
+    fleet = Fleet.up(Topology.load(LIVE_TOPOLOGY), work / "fleet", dist=mysql_dist)
+    try:
+        scenarios.delayed_replica(fleet, "live-delayed", delay_s=DELAY_S)
+        writer = LoadWriter(fleet, rate_per_s=40, seconds=WRITE_S, max_transactions=80_000).prepare()
+        fleet.wait_caught_up(channels=[c for c in fleet.topology.channels if c.replica != "live-delayed"])
+        warehouse = work / "warehouse"
+        config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(warehouse), connect_timeout_s=2)
+        src = fleet.server("live-src")
+        before, written = {}, {}
+        with scenarios.lagging_replica(fleet, "live-lagging", load_table("live-src"), seconds=HOLD_S), writer:
+            writer.wait_for(BEHIND, timeout=60)
+            for run_id in ("busy-1", "busy-2"):
+                if run_id == "busy-2":   # a binary-log rotation between the two nights
+                    fleet.server("live-nolog").execute("FLUSH BINARY LOGS")
+                    src.execute("FLUSH BINARY LOGS")
+                before[run_id] = _facts(fleet)
+                start = src.gtid_executed()
+                code = _run(config, run_id)
+                if code != 0:   # not an AssertionError: the xfail markers must not swallow it
+                    raise RuntimeError(f"gtid-audit run {run_id} exited {code}")
+                written[run_id] = src.query_value("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (start,))
+            load = writer.stop()
+        yield BusyRuns(fleet, warehouse, ("busy-1", "busy-2"), before, written, load)
+    finally:
+        fleet.down()
+
+
+def _findings(busy: BusyRuns, run_id: str) -> list[dict]:
+    rows = DeltaTable(str(busy.warehouse / "findings")).to_pyarrow_table().to_pylist()
+    return [r for r in rows if r["run_id"] == run_id]
+
+
+def _alarms(busy: BusyRuns, server: str | None = None) -> list[tuple]:
+    """(run_id, check_id, server, source, channel, severity, detail) of open warning/critical findings."""
+    return [(r["run_id"], r["check_id"], r["server"], r["source"], r["channel"], r["severity"], r["detail"])
+            for run_id in busy.run_ids for r in _findings(busy, run_id)
+            if r["status"] == "open" and r["severity"] in ("warning", "critical")
+            and (server is None or r["server"] == server)]
+
+
+def _shown(alarms: list[tuple]) -> str:
+    return json.dumps(alarms, indent=1)
+
+
+def test_live_conditions_hold_during_both_runs(busy):
+    """The servers confirm each condition: delayed and lagging far behind with both threads running,
+    log_replica_updates OFF with gtid_purged = gtid_executed, writes committed during each run."""
+    for run_id in busy.run_ids:
+        facts = busy.before[run_id]
+        for name in ("live-delayed", "live-lagging"):
+            details = facts[name]["details"]
+            assert (details["io_running"], details["sql_running"]) == ("Yes", "Yes"), (name, details)
+            behind = GtidSet.parse(facts[name]["gtid_sets"]["received_not_applied"]).count()
+            assert behind * EVENTS_PER_TRANSACTION > TAIL_CAP, (name, behind, facts[name])
+            if run_id == "busy-1":   # one relay log file: the backlog follows the applier's position
+                assert details["relay_events_after_applier"] > TAIL_CAP, (name, details)
+        assert facts["live-delayed"]["details"]["sql_delay"] == DELAY_S
+        assert facts["live-lagging"]["applier_waiting"] is True
+        assert facts["live-nolog"]["variables"] == {"log_bin": 1, "log_replica_updates": 0, "purged_is_executed": 1}
+        assert busy.written_during[run_id], f"the source took no writes while {run_id} ran"
+    assert all(r.transactions >= BEHIND and r.error is None for r in busy.load)
+
+
+def test_both_runs_read_every_server(busy):
+    """Both runs collected all five servers without an error (the absence of findings means something)."""
+    runs = DeltaTable(str(busy.warehouse / "runs")).to_pyarrow_table().to_pylist()
+    by_id = {r["run_id"]: r for r in runs}
+    for run_id in busy.run_ids:
+        assert (by_id[run_id]["servers_ok"], by_id[run_id]["servers_failed"]) == (5, 0), by_id[run_id]
+
+
+def test_replica_of_busy_source_is_not_flagged(busy):
+    """An ordinary replica of a source taking steady writes, and the source itself, raise nothing."""
+    alarms = _alarms(busy, "live-r1") + _alarms(busy, "live-src")
+    assert alarms == [], _shown(alarms)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=DEFECT_1)
+def test_delayed_replica_with_backlog_beyond_tail_cap_is_not_flagged(busy):
+    """A SOURCE_DELAY replica whose relay backlog exceeds the tail cap, both threads running, raises nothing."""
+    alarms = _alarms(busy, "live-delayed")
+    assert alarms == [], _shown(alarms)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=DEFECT_1)
+def test_lagging_replica_with_backlog_beyond_tail_cap_is_not_flagged(busy):
+    """A replica whose applier waits behind a reader, backlog beyond the tail cap, raises nothing."""
+    alarms = _alarms(busy, "live-lagging")
+    assert alarms == [], _shown(alarms)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=DEFECT_2)
+def test_log_replica_updates_off_replica_is_not_flagged_across_a_rotation(busy):
+    """A log_bin=ON, log_replica_updates=OFF replica, two runs with traffic and FLUSH BINARY LOGS between, raises nothing."""
+    alarms = _alarms(busy, "live-nolog")
+    assert alarms == [], _shown(alarms)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"{DEFECT_1}; {DEFECT_2}")
+def test_busy_healthy_fleet_has_no_warning_or_critical_in_two_runs(busy):
+    """The busy-fleet test: two consecutive runs under writes, zero warning or critical findings."""
+    alarms = _alarms(busy)
+    assert alarms == [], _shown(alarms)
+
+
+def test_tail_cap_falls_inside_a_transaction(busy):
+    """Defect 1's precondition holds by construction: the TAIL_CAP-th event after each backlogged
+    applier is not a transaction's last event (the writer's groups have a fixed size)."""
+    for name in ("live-delayed", "live-lagging"):
+        assert busy.before["busy-1"][name]["event_at_tail_cap"] in ("Gtid", "Query", "Table_map", "Write_rows",
+                                                                    "Update_rows"), busy.before["busy-1"][name]
