@@ -7,7 +7,7 @@ The synthetic fleet: N/10 clusters of ten servers. In each cluster a source, eig
 it and one replica of the first replica (a chain); in one cluster in 25 the eighth replica has a
 second channel from the next cluster's source (multi-source). Every server has three binary logs
 with their Previous_gtids. Tables are written with the project's writer
-(``jobs.delta_io.write_run_rows``, delta-rs) in the registered schemas, one commit per table and
+(``jobs.delta_io.write_run_rows``, delta-spark in local mode) in the registered schemas, one commit per table and
 run, so the report reads exactly what the job writes.
 
 Faults (seeded, varying from run to run, findings written as the audit writes them):
@@ -170,8 +170,10 @@ def run_rows(n_servers: int, run_no: int, seed: int = 7) -> dict[str, list[dict]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from jobs.config import SparkSettings
     from jobs.delta_io import write_run_rows
     from jobs.report import write_report
+    from jobs.spark import build_session
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--servers", type=int, default=10_000)
@@ -180,13 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="report-bench-"))
     warehouse = root / "warehouse"
+    spark = build_session(SparkSettings(master="local[2]", app_name="bench-report"))
     try:
         started = time.perf_counter()
         for run_no in range(args.runs):
             rows = run_rows(args.servers, run_no)
             run_id = rows["runs"][0]["run_id"]
             for table, table_rows in rows.items():
-                write_run_rows(table, table_rows, warehouse=str(warehouse), run_id=run_id)
+                write_run_rows(spark, table, table_rows, warehouse=str(warehouse), run_id=run_id)
         print(f"wrote {args.runs} runs of {args.servers:,} servers in {time.perf_counter() - started:.1f} s "
               f"({len(rows['findings']):,} open findings in the newest run)")
         timings = []

@@ -22,7 +22,7 @@ def build(dist: Path) -> Path:
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for package in PACKAGES:
             for path in sorted((root / package).rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts and path.suffix in {".py", ".yaml", ".sql"}:
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix in {".py", ".yaml", ".sql", ".html", ".css", ".js", ".properties"}:
                     zf.write(path, path.relative_to(root).as_posix())
     return out
 

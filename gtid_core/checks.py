@@ -753,6 +753,22 @@ def _anonymous_assigned_uuid(pair: _Pair) -> str | None:
     return None
 
 
+def split_errant(replica: ServerSnapshot, errant: GtidSet) -> tuple[GtidSet | None, GtidSet | None]:
+    """(salvageable, lost) parts of ``errant`` GTIDs of ``replica``.
+
+    *Salvageable*: not in the replica's gtid_purged, so still in its binary logs (it can send them
+    to a replica, or they can be inspected with mysqlbinlog and neutralised). *Lost*: in gtid_purged
+    only; no binary log of this server holds them any more. Promoted, such a server refuses every
+    replica lacking them with ER_MASTER_HAS_PURGED_REQUIRED_GTIDS, and nobody can tell what they
+    changed: Vitess' rule is that a server with lost errant GTIDs must never be promoted. Critical
+    on every version. (None, None) when gtid_purged was not read.
+    """
+    if replica.gtid_purged is None:
+        return None, None
+    lost = errant & replica.gtid_purged
+    return errant - lost, lost
+
+
 def check_errant_transactions(pair: _Pair) -> list[Finding]:
     """errant_transactions: transactions the replica has (executed or retrieved) that its source
     never executed, each UUID attributed to the fleet server that owns it.
@@ -772,6 +788,11 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     with the assigned GTIDs and are not reported; a write on the replica between the two reads is
     seen at the next run; a source that ran RESET MASTER looks as if the replica were errant (see
     gtid_executed_regressed on the source).
+
+    The evidence splits the errant GTIDs (:func:`split_errant`) into *salvageable* (still in the
+    replica's binary logs) and *lost* (in its gtid_purged only): lost errant GTIDs make the
+    replica unsafe to promote on every version (failover_candidate_unsafe says what promoting it
+    would do).
     """
     if pair.source is None or pair.source.gtid_executed is None or pair.replica_set is None:
         return []
@@ -805,6 +826,12 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     ev["errant_attribution"] = "\n".join(attribution)
     if excluded:
         ev["excluded_anonymous_assigned"] = _text(excluded)
+    salvageable, lost = split_errant(pair.replica, errant)
+    ev["errant_salvageable"], ev["errant_lost"] = _text(salvageable), _text(lost)
+    if lost:
+        detail += (f" {lost.count()} of them are lost: in {pair.replica_name}'s gtid_purged only, no binary log "
+                   f"holds them any more ({_short(lost, 120)}); promoted, {pair.replica_name} would refuse every "
+                   "replica lacking them, and what they changed cannot be inspected: never promote it.")
     targets = ", ".join(x for x in [pair.source_name, "every other replica of the topology"] if x)
     remediation = (
         CHECKS["errant_transactions"].remediation

@@ -80,7 +80,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
-from gtid_core.checks import CheckInfo
+from gtid_core.checks import CheckInfo, split_errant
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import (
@@ -324,22 +324,6 @@ def _anonymous_assigned_uuid(replica: FailoverReplica) -> str | None:
     if kind == "UUID":
         return replica.channel.assign_gtids_to_anonymous_transactions_value
     return None
-
-
-def split_errant(replica: ServerSnapshot, errant: GtidSet) -> tuple[GtidSet | None, GtidSet | None]:
-    """(salvageable, lost) parts of ``errant`` GTIDs of ``replica``.
-
-    *Salvageable*: not in the replica's gtid_purged, so still in its binary logs (it can send them
-    to a replica, or they can be inspected with mysqlbinlog and neutralised). *Lost*: in gtid_purged
-    only; no binary log of this server holds them any more. Promoted, such a server refuses every
-    replica lacking them with ER_MASTER_HAS_PURGED_REQUIRED_GTIDS, and nobody can tell what they
-    changed: Vitess' rule is that a server with lost errant GTIDs must never be promoted. Critical
-    on every version. (None, None) when gtid_purged was not read.
-    """
-    if replica.gtid_purged is None:
-        return None, None
-    lost = errant & replica.gtid_purged
-    return errant - lost, lost
 
 
 def _promoted(candidate: FailoverReplica, after: GtidSet) -> ServerSnapshot:

@@ -63,13 +63,14 @@ def run_night(config: GtidAuditConfig, *, collect: bool = True, audit: bool = Tr
 def _command(args: argparse.Namespace, *, collect: bool, audit: bool) -> int:
     from jobs.audit import AuditError, print_outcome
     from jobs.delta_io import DeltaIOError
+    from jobs.delta_jars import DeltaJarsError
 
     try:
         config = load_config(args.config)
         night = run_night(config, collect=collect, audit=audit, run_id=args.run_id,
                           fail_on=getattr(args, "fail_on", None),
                           send_alerts=not getattr(args, "no_alertmanager", False))
-    except (ConfigError, ValueError, AuditError, DeltaIOError) as exc:
+    except (ConfigError, ValueError, AuditError, DeltaIOError, DeltaJarsError) as exc:
         log.error("%s", exc)
         return 1
     if night.collected is not None:

@@ -185,7 +185,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     up.add_argument("--topology", type=Path, default=Path(DEFAULT_TOPOLOGY))
     up.add_argument("--workdir", type=Path, default=Path(DEFAULT_WORKDIR))
     up.add_argument("--config-out", type=Path, default=Path(DEFAULT_CONFIG_OUT))
-    up.add_argument("--warehouse", default="./warehouse")
+    up.add_argument("--warehouse", default=str(Path("warehouse").resolve()),
+                    help="where the Delta tables go (default: ./warehouse of the current directory)")
     up.add_argument("--faults", action="store_true",
                     help="inject the demo faults (errant transaction, purged logs, broken addresses)")
     up.add_argument("--cache-dir", default=None)

@@ -39,6 +39,14 @@ EXPECTED = {
     # an address that refuses connections, a server whose entry has a wrong password
     ("collection_failed", "orders-ghost", None, None),
     ("collection_failed", "billing-archive", None, None),
+    # failover readiness of the same faults: errant replicas would hand their GTIDs on, orders-r3
+    # lacks what orders-r1 purged, so billing-src and orders-r1 have no safe candidate
+    ("failover_candidate_unsafe", "billing-r1", "orders-src", "orders"),
+    ("failover_candidate_unsafe", "billing-r1", "billing-src", "billing"),
+    ("failover_candidate_unsafe", "orders-r2", "orders-src", ""),
+    ("failover_candidate_unsafe", "orders-r3", "orders-r1", ""),
+    ("no_safe_failover_candidate", "billing-src", None, None),
+    ("no_safe_failover_candidate", "orders-r1", None, None),
 }
 
 

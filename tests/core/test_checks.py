@@ -712,3 +712,20 @@ def test_unreadable_relay_tail_is_info_not_crash():
     ch = channel(f"{S}:1-9", f"{S}:1-9", io="No", **COMPLETE_TAIL)
     f = one(pair(rep, ch, None, bad), "incomplete_relay_log_tail")
     assert f.severity is Severity.INFO and "garbled" in f.detail
+
+
+@pytest.mark.parametrize("purged, salvageable, lost", [
+    ("", "{R}:1-3", None),
+    ("{R}:1-2", "{R}:3", "{R}:1-2"),
+    ("{S}:1-50,{R}:1-3", None, "{R}:1-3"),
+], ids=["all-in-binlogs", "some-purged", "all-purged"])
+def test_errant_evidence_splits_salvageable_from_lost(purged, salvageable, lost):
+    """errant_transactions says which errant GTIDs are still in the replica's binary logs and which
+    are in its gtid_purged only (lost: the replica must never be promoted); the detail says so."""
+    rep = server("rep", R, executed=f"{S}:1-100,{R}:1-3", purged=purged.format(S=S, R=R))
+    ch = channel(f"{S}:90-100", f"{S}:1-100,{R}:1-3")
+    e = one(pair(rep, ch, server("src", S, executed=f"{S}:1-100")), "errant_transactions")
+    want = {k: None if v is None else v.format(S=S, R=R) for k, v in (("s", salvageable), ("l", lost))}
+    assert e.evidence["errant_salvageable"] == (want["s"] or "")
+    assert e.evidence["errant_lost"] == (want["l"] or "")
+    assert ("never promote it" in e.detail) is (lost is not None)

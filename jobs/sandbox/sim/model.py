@@ -448,7 +448,7 @@ class FleetBuilder:
                             "from elsewhere, or provision a new replica from backup.'")
         ch.last_queued = _gtid_text([(own, None, 40)])
         self.truth_of("source_purged_required_gtids", rep.name, src.name, "critical", "purged_required")
-        self.truth_of("replication_error", rep.name, src.name, "critical", "purged_required")
+        self.truth_of("replication_receiver_error", rep.name, src.name, "critical", "purged_required")
         return [src, rep]
 
     def silent_purged_gap(self, cluster: str, version: str = "5.6.21") -> list[SimServer]:

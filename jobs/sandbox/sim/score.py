@@ -10,6 +10,10 @@ from jobs.sandbox.sim.model import Truth
 __all__ = ["Score", "score", "read_findings"]
 
 ALERTING = ("critical", "warning")
+#: Checks the model has no truth for: failover readiness follows from the consistency faults
+#: (an errant replica is an unsafe candidate) and is proven against real servers by promoting
+#: candidates in the sandbox (tests/sandbox/test_failover_scenarios.py), not by the simulator.
+UNSCORED = frozenset({"failover_candidate_unsafe", "no_safe_failover_candidate", "duplicate_server_uuid"})
 
 
 @dataclass(frozen=True)
@@ -31,10 +35,12 @@ class Score:
 
 
 def score(truth: Iterable[Truth], findings: Iterable[dict[str, Any]]) -> Score:
-    """Compare open warning/critical findings, keyed (check_id, server, source), with the truth."""
+    """Compare open warning/critical findings, keyed (check_id, server, source), with the truth
+    (the failover-readiness checks, which the model has no truth for, left out: ``UNSCORED``)."""
     expected = frozenset((t.check_id, t.server, t.source) for t in truth)
     found = frozenset((f["check_id"], f["server"], f.get("source")) for f in findings
-                      if f.get("severity") in ALERTING and f.get("status", "open") == "open")
+                      if f.get("severity") in ALERTING and f.get("status", "open") == "open"
+                      and f["check_id"] not in UNSCORED)
     return Score(expected, found)
 
 
