@@ -367,6 +367,15 @@ def _iso(at: _dt.datetime | None) -> str | None:
     return at.isoformat() if at is not None else None
 
 
+def replica_executed(replica: ServerSnapshot, channel: ChannelSnapshot) -> GtidSet | None:
+    """A replica's gtid_executed from its two reads, the variable and the channel's
+    Executed_Gtid_Set: their union (it only grows between them); None when neither was read."""
+    a, b = replica.gtid_executed, channel.executed_gtid_set
+    if a is None:
+        return b
+    return a if b is None else a | b
+
+
 @dataclass(frozen=True)
 class _Pair:
     """Everything a pair check reads, resolved once -- the reconnect simulation included."""
@@ -387,10 +396,7 @@ class _Pair:
     @property
     def executed(self) -> GtidSet | None:
         """The replica's gtid_executed: the union of both reads (it only grows between them)."""
-        a, b = self.replica.gtid_executed, self.channel.executed_gtid_set
-        if a is None:
-            return b
-        return a if b is None else a | b
+        return replica_executed(self.replica, self.channel)
 
     @property
     def retrieved(self) -> GtidSet | None:

@@ -80,7 +80,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
-from gtid_core.checks import CheckInfo, split_errant
+from gtid_core.checks import CheckInfo, replica_executed, split_errant
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import (
@@ -179,10 +179,7 @@ class FailoverReplica:
     @property
     def executed(self) -> GtidSet | None:
         """gtid_executed: the union of the variable and the channel's Executed_Gtid_Set."""
-        a, b = self.server.gtid_executed, self.channel.executed_gtid_set
-        if a is None:
-            return b
-        return a if b is None else a | b
+        return replica_executed(self.server, self.channel)
 
     @property
     def retrieved(self) -> GtidSet | None:
