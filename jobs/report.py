@@ -94,10 +94,11 @@ _STATE_WORDS = {
 }
 
 #: Failover verdicts, best first; the failover_readiness table's vocabulary.
-VERDICTS = ("safe", "safe_after_catch_up", "loses_transactions", "propagates_errant",
+VERDICTS = ("safe", "safe_after_catch_up", "undetermined", "loses_transactions", "propagates_errant",
             "refuses_siblings", "cannot_serve")
-_VERDICT_STATE = {"safe": "ok", "safe_after_catch_up": "info", "loses_transactions": "critical",
-                  "propagates_errant": "critical", "refuses_siblings": "warning", "cannot_serve": "unknown"}
+_VERDICT_STATE = {"safe": "ok", "safe_after_catch_up": "info", "undetermined": "unknown",
+                  "loses_transactions": "critical", "propagates_errant": "critical", "refuses_siblings": "critical",
+                  "cannot_serve": "critical"}
 
 
 class ReportError(RuntimeError):
@@ -137,8 +138,11 @@ _COLUMNS: dict[str, tuple[str, ...] | None] = {
     "servers": ("run_id", "server", "cluster", "status", "host", "port", "aliases", "server_uuid", "version",
                 "gtid_executed", "gtid_purged"),
     "channels": ("run_id", "server", "channel_name", "source_host", "source_port", "source_uuid", "source_server",
-                 "retrieved_gtid_set", "auto_position"),
+                 "retrieved_gtid_set", "auto_position", "sql_delay"),
     "binary_logs": ("run_id", "server", "seq", "log_name", "previous_gtids", "previous_gtids_read"),
+    "failover_readiness": ("run_id", "cluster", "source", "candidate", "sibling", "sibling_role", "candidate_rank",
+                           "verdict", "verdict_reasons", "sibling_result", "refusal", "lost_count", "errant_count",
+                           "catch_up_count", "in_flight_count"),
 }
 
 
@@ -285,10 +289,20 @@ class Pair:
     cluster: str
     findings: list[Mapping[str, Any]] = field(default_factory=list)
     state: str = "unknown"
+    #: the channel's SOURCE_DELAY (SQL_Delay) in seconds when it is a delayed replica, else None
+    delay_s: int | None = None
 
     @property
     def element_id(self) -> str:
         return _element_id("pair", self.replica, self.channel)
+
+    @property
+    def note(self) -> str | None:
+        """What the colour does not say: a delayed replica is behind on purpose."""
+        if not self.delay_s:
+            return None
+        delayed = f"delayed replica (SOURCE_DELAY = {self.delay_s:,} s)"
+        return f"{delayed}: behind on purpose, not at risk" if self.state == "ok" else delayed
 
 
 @dataclass
@@ -387,8 +401,10 @@ def build_model(data: RunTables) -> Model:
 
     sources = _source_of_channels(data.servers, data.channels, data.findings)
     pairs: dict[tuple[str, str], Pair] = {}
+    delays = {(c["server"], c.get("channel_name") or ""): c.get("sql_delay") for c in data.channels}
     for (replica, channel), source in sources.items():
-        pairs[(replica, channel)] = Pair(replica, channel, source, server_cluster.get(replica, NO_CLUSTER))
+        pairs[(replica, channel)] = Pair(replica, channel, source, server_cluster.get(replica, NO_CLUSTER),
+                                         delay_s=int(delays.get((replica, channel)) or 0) or None)
     server_findings: dict[str, list[Mapping[str, Any]]] = {}
     for f in open_rows:
         if f.get("source") is None:
@@ -555,6 +571,11 @@ def cluster_graph(cluster: Cluster, model: Model):
     g.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11", penwidth="2")
     g.attr("edge", fontname="Helvetica", fontsize="10", penwidth="3", arrowsize="0.8")
     drawn: set[str] = set()
+    delayed: dict[str, list[str]] = {}  # replica -> what its box says of its delayed channels
+    for pair in cluster.pairs:
+        if pair.delay_s:
+            delayed.setdefault(pair.replica, []).append(
+                (f"channel {pair.channel} " if pair.channel else "") + f"delayed {pair.delay_s:,} s")
 
     def node(name: str, external: bool) -> None:
         if name in drawn:
@@ -571,6 +592,8 @@ def cluster_graph(cluster: Cluster, model: Model):
             label += "\n(partly collected)"
         if external:
             label += f"\n[{model.server_cluster.get(name, '?')}]"
+        elif name in delayed:
+            label += "\n(" + ", ".join(sorted(delayed[name])) + ")"
         lines = [f"{name}: {_STATE_WORDS[state]}"] + [_finding_line(f) for f in model.server_findings.get(name, [])]
         g.node(name, label=label, color=COLOURS[state], fillcolor=_FILL[state],
                style="rounded,filled,dashed" if external else "rounded,filled",
@@ -583,7 +606,8 @@ def cluster_graph(cluster: Cluster, model: Model):
         source = pair.source or f"? ({pair.replica} {pair.channel or 'default'})"
         node(source, external=pair.source is not None and model.server_cluster.get(source) != cluster.name)
         lines = [f"{source} -> {pair.replica}" + (f" (channel {pair.channel})" if pair.channel else ""),
-                 _STATE_WORDS[pair.state]] + [_finding_line(f) for f in pair.findings]
+                 _STATE_WORDS[pair.state], *([pair.note] if pair.note else []),
+                 *(_finding_line(f) for f in pair.findings)]
         lines.append("click for the evidence")
         g.edge(source, pair.replica, label=pair.channel, color=COLOURS[pair.state], fontcolor=COLOURS[pair.state],
                id=pair.element_id, tooltip="\n".join(lines), **{"class": f"pair state-{pair.state}"})
@@ -696,34 +720,73 @@ def _explanations(check_ids: Iterable[str]) -> str:
     return "\n".join(parts)
 
 
-def _failover_section(rows: Sequence[Mapping[str, Any]] | None) -> str:
+#: The failover model's findings the failover section shows: on a source, on a candidate.
+_FAILOVER_CHECKS = ("no_safe_failover_candidate", "failover_candidate_unsafe")
+
+
+def _sibling_outcome(r: Mapping[str, Any]) -> str:
+    """One sibling's line of a candidate: what it would get when repointed to the candidate."""
+    parts = [f"{r[column]:,} {label}" for column, label in (
+        ("lost_count", "lost"), ("errant_count", "errant received"), ("catch_up_count", "after catch-up"),
+        ("in_flight_count", "in flight")) if r.get(column)]
+    if r.get("refusal"):
+        parts.append(str(r["refusal"]))
+    role = " (the source)" if r.get("sibling_role") == "source" else ""
+    text = f"{r.get('sibling') or '-'}{role}: {r.get('sibling_result') or 'undetermined'}"
+    return _esc(text + (f" ({'; '.join(parts)})" if parts else ""))
+
+
+def _failover_section(rows: Sequence[Mapping[str, Any]] | None,
+                      findings: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The failover_readiness rows of the run (None: no such table, no section): per source its
+    candidates in the model's rank, each with its verdict, its reasons, the open failover
+    finding on it and what every sibling would get; the source's own failover finding beside it."""
     if rows is None:
         return ""
     if not rows:
         return ('<section id="failover"><h2>Failover readiness</h2>'
                 '<p class="muted">The failover_readiness table has no row for this run.</p></section>')
     rank = {v: i for i, v in enumerate(VERDICTS)}
+    flagged = {(f["server"], f.get("source")): f for f in findings if f["status"] == "open"
+               and f["check_id"] in _FAILOVER_CHECKS}
     by_source: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     for r in rows:
         by_source.setdefault(r["source"], {}).setdefault(r["candidate"], []).append(r)
+
+    def finding_badge(f: Mapping[str, Any] | None) -> str:
+        if f is None:
+            return ""
+        state = "silenced" if f.get("silenced") else f["severity"]
+        return (f' <a href="#explain-{_esc(f["check_id"])}" class="explain-link">'
+                f'{_badge(state, f["check_id"])}</a>')
+
     blocks = []
     for source in sorted(by_source):
         candidates = []
         for candidate, items in by_source[source].items():
-            worst = max((r["verdict"] for r in items), key=lambda v: rank.get(v, len(VERDICTS)))
-            candidates.append((rank.get(worst, len(VERDICTS)), candidate, worst, items))
-        candidates.sort()
+            verdict = max((r["verdict"] for r in items), key=lambda v: rank.get(v, len(VERDICTS)))
+            model_rank = min((r.get("candidate_rank") or 0 for r in items), default=0)
+            candidates.append((rank.get(verdict, len(VERDICTS)), model_rank, candidate, verdict, items))
+        candidates.sort(key=lambda c: c[:3])
         body = []
-        for n, (_, candidate, verdict, items) in enumerate(candidates, 1):
-            siblings = ", ".join(
-                f"{_esc(r.get('sibling') or '-')}: {_esc(r['verdict'])}"
-                + (f" ({_esc(r.get('detail') or r.get('reason'))})" if r.get("detail") or r.get("reason") else "")
-                for r in sorted(items, key=lambda r: (r.get("sibling") or "")))
+        for n, (_, _, candidate, verdict, items) in enumerate(candidates, 1):
+            reasons = "<br>".join(_esc(line) for line in (items[0].get("verdict_reasons") or "").splitlines())
+            siblings = "<br>".join(_sibling_outcome(r) for r in sorted(items, key=lambda r: r.get("sibling") or ""))
             body.append(f'<tr><td>{n}</td><td>{_esc(candidate)}</td>'
-                        f'<td>{_badge(_VERDICT_STATE.get(verdict, "unknown"), verdict)}</td><td>{siblings}</td></tr>')
-        blocks.append(f'<h3>source {_esc(source)}</h3><table class="plain"><thead><tr><th>#</th><th>candidate</th>'
-                      f'<th>verdict</th><th>per sibling</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
-    return f'<section id="failover"><h2>Failover readiness</h2>{"".join(blocks)}</section>'
+                        f'<td>{_badge(_VERDICT_STATE.get(verdict, "unknown"), verdict)}'
+                        f'{finding_badge(flagged.get((candidate, source)))}</td>'
+                        f'<td>{reasons or "-"}</td><td>{siblings}</td></tr>')
+        cluster = next((r.get("cluster") for items in by_source[source].values() for r in items), None)
+        blocks.append(f'<div class="failover-source" data-source="{_esc(source)}"><h3>source {_esc(source)}'
+                      + (f' <span class="muted">[{_esc(cluster)}]</span>' if cluster else "")
+                      + f'{finding_badge(flagged.get((source, None)))}</h3>'
+                      '<table class="plain"><thead><tr><th>#</th><th>candidate</th><th>verdict</th><th>why</th>'
+                      '<th>each sibling repointed to it</th></tr></thead>'
+                      f'<tbody>{"".join(body)}</tbody></table></div>')
+    return ('<section id="failover"><h2>Failover readiness</h2><p class="muted">If a source fails: its replicas '
+            'as candidates for promotion, best first, and what each sibling (another replica, or the source '
+            'coming back) would get when repointed to the candidate with AUTO_POSITION.</p>'
+            f'{"".join(blocks)}</section>')
 
 
 def _horizon_section(margins: Mapping[tuple[str, str], Mapping[str, Any]],
@@ -779,7 +842,7 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
     """The whole page as one string: markup, inline SVG, inline CSS and JavaScript, data as JSON."""
     drawn = [c for c in model.clusters if c.name in graphs]
     pairs_json = {p.element_id: {"replica": p.replica, "source": p.source, "channel": p.channel, "state": p.state,
-                                 "findings": [_finding_json(f, True) for f in p.findings]}
+                                 "note": p.note, "findings": [_finding_json(f, True) for f in p.findings]}
                   for c in drawn for p in c.pairs}
     rows = [[f["severity"], f["check_id"], f.get("cluster") or NO_CLUSTER, f["server"], f.get("source"),
              f.get("channel"), f["title"], f.get("gtid_count"), str(f.get("first_seen")), f["status"],
@@ -861,7 +924,7 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
         ranking=ranking,
         legend=legend,
         clusters="\n".join(sections) + healthy_html,
-        failover=_failover_section(failover),
+        failover=_failover_section(failover, model.findings),
         trends=trend_html,
         horizon=horizon,
         severity_options=options(SEVERITIES),

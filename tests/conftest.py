@@ -21,12 +21,6 @@ KNOWN_FAILING = {
     "tests/live/test_busy_fleet.py::test_delayed_replica_with_backlog_beyond_tail_cap_is_not_flagged": "not yet diagnosed",
     "tests/live/test_busy_fleet.py::test_lagging_replica_with_backlog_beyond_tail_cap_is_not_flagged": "not yet diagnosed",
     "tests/live/test_busy_fleet.py::test_busy_healthy_fleet_has_no_warning_or_critical_in_two_runs": "as the two above",
-    "tests/report/test_report_browser.py::test_every_injected_fault_is_on_its_edge_in_its_colour":
-        "the demo now has failover findings and a delayed replica",
-    "tests/report/test_report_browser.py::test_healthy_pairs_and_servers_are_green": "as above",
-    "tests/report/test_report_browser.py::test_failover_readiness_appears_when_its_table_exists": "as above",
-    "tests/report/test_report_model.py::test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters":
-        "writes its tables with the old write_run_rows signature",
 }
 _SIM_E2E = "tests/sim/test_sim_end_to_end.py::"
 

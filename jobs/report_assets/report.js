@@ -25,12 +25,16 @@
     var head = el("h3", {}, (pair.source || "?") + " \u2192 " + pair.replica +
                   (pair.channel ? " (channel " + pair.channel + ")" : ""));
     panel.appendChild(head);
+    var note = pair.note ? el("p", {"class": "note"}, pair.note.charAt(0).toUpperCase() + pair.note.slice(1) + ".")
+                         : null;
     if (!pair.findings.length) {
       panel.appendChild(el("p", {"class": "state-" + pair.state},
         pair.state === "ok" ? "Healthy: audited, no finding on this channel."
                             : "Not audited: a side was not collected or the source is unknown."));
+      if (note) { panel.appendChild(note); }
       return;
     }
+    if (note) { panel.appendChild(note); }
     pair.findings.forEach(function (f) {
       var box = el("div", {"class": "finding"});
       var title = el("p", {});

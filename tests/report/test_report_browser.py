@@ -25,11 +25,6 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow, pytest.mar
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT_DOC = ROOT / "docs" / "img" / "report.png"
 
-#: the local definition of the failover_readiness table this test writes (the real schema lives
-#: with the job that fills it; the report reads only these columns)
-FAILOVER_COLUMNS = (("run_id", "string"), ("run_date", "date32"), ("cluster", "string"), ("source", "string"),
-                    ("candidate", "string"), ("sibling", "string"), ("verdict", "string"), ("detail", "string"))
-
 
 def _need(binary: str, package: str) -> str:
     path = shutil.which(binary)
@@ -164,7 +159,8 @@ def test_every_injected_fault_is_on_its_edge_in_its_colour(demo_run, browser):
             expected_pairs.setdefault((source, server, channel), []).append(severity[key])
             expected_checks.setdefault((source, server, channel), set()).add(check_id)
     edges = _edges(browser)
-    assert len(edges) == 5, sorted(edges)  # the standard topology's five channels, each drawn once
+    # the standard topology's five channels and the demo's delayed replica, each drawn once
+    assert len(edges) == 6, sorted(edges)
     for pair, severities in sorted(expected_pairs.items()):
         assert pair in edges, f"no arrow {pair[0]} -> {pair[1]} (channel {pair[2]!r}) in {sorted(edges)}"
         assert edges[pair]["colour"] == colour_of[_worst(severities)], (pair, severities, edges[pair])
@@ -180,7 +176,9 @@ def test_every_injected_fault_is_on_its_edge_in_its_colour(demo_run, browser):
 
 
 def test_healthy_pairs_and_servers_are_green(demo_run, browser):
-    """Every channel without a fault is drawn in the legend's 'healthy' colour, and only those."""
+    """Every channel without a fault is drawn in the legend's 'healthy' colour, and only those: the
+    healthy pair and the delayed replica (behind on purpose, said to be not at risk); every server
+    box without a fault of its own is green, and only those."""
     _, _, _, report = demo_run
     _open(browser, report)
     green = _legend(browser)["healthy: audited, no finding"]
@@ -188,12 +186,18 @@ def test_healthy_pairs_and_servers_are_green(demo_run, browser):
     faulty = {(source, server, channel) for _, server, source, channel in EXPECTED if source is not None}
     edges = _edges(browser)
     healthy = {pair: e for pair, e in edges.items() if pair not in faulty}
-    assert set(healthy) == {("orders-src", "orders-r1", "")}
+    assert set(healthy) == {("orders-src", "orders-r1", ""), ("orders-src", "orders-delayed", "")}
     assert all(e["colour"] == green for e in healthy.values()), healthy
     assert all(e["colour"] != green for pair, e in edges.items() if pair in faulty)
+    delayed = edges[("orders-src", "orders-delayed", "")]["tooltip"]
+    assert "SOURCE_DELAY = 300 s" in delayed and "not at risk" in delayed, delayed
+    assert "SOURCE_DELAY" not in edges[("orders-src", "orders-r1", "")]["tooltip"]
     nodes = _nodes(browser)
-    for name in ("orders-src", "orders-r1", "billing-src"):
-        assert nodes[("orders" if name.startswith("orders") else "billing", name)] == green, name
+    server_faults = {server for _, server, source, _ in EXPECTED if source is None}
+    assert {name for _, name in nodes if name not in server_faults} == \
+        {"orders-src", "orders-delayed", "orders-r2", "orders-r3", "billing-r1"}
+    for (cluster, name), colour in nodes.items():
+        assert (colour == green) == (name not in server_faults), (cluster, name, colour)
 
 
 def test_clicking_an_edge_shows_its_evidence(demo_run, browser):
@@ -288,7 +292,10 @@ def test_no_console_error_and_no_request_leaves_the_file(demo_run, browser, tmp_
     errant = _edges(browser)[("orders-src", "orders-r2", "")]["id"]
     ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, f"g#{errant} path")).click().perform()
     browser.execute_script("window.scrollTo(0, 0)")
-    height = browser.execute_script("return document.querySelector('#trends').getBoundingClientRect().top")
+    # the picture: the fleet at a glance, the graphs and the evidence beside them (the window's
+    # height includes the browser's own bars)
+    height = browser.execute_script("return document.querySelector('#clusters').getBoundingClientRect().bottom"
+                                    " + window.outerHeight - window.innerHeight")
     browser.set_window_size(1400, max(900, int(height) + 20))
     shot = tmp_path / "report.png"
     assert browser.save_screenshot(str(shot))
@@ -300,36 +307,47 @@ def test_no_console_error_and_no_request_leaves_the_file(demo_run, browser, tmp_
 
 
 def test_failover_readiness_appears_when_its_table_exists(demo_run, browser, tmp_path):
-    """Without a failover_readiness table the page has no such section; with one, each source's
-    candidates are listed best verdict first."""
-    import pyarrow as pa
-    from deltalake import write_deltalake
+    """The job's failover_readiness table gives the page a failover section: each source's
+    candidates in the model's rank with their verdicts, the failover findings of the demo's faults
+    beside their candidate and their source; without the table the page has no such section."""
     from selenium.webdriver.common.by import By
 
     from jobs.report import write_report
 
     warehouse, _, run_id, report = demo_run
+    rows = read_arrow(str(warehouse), "failover_readiness", run_id).to_pylist()
     _open(browser, report)
-    assert browser.find_elements(By.CSS_SELECTOR, "section#failover") == []
+    section = browser.find_element(By.CSS_SELECTOR, "section#failover")
+    blocks = {b.get_attribute("data-source"): b for b in section.find_elements(By.CSS_SELECTOR, ".failover-source")}
+    # every source with replicas; orders-delayed is a candidate of orders-src like any replica
+    assert set(blocks) == {r["source"] for r in rows} == {"orders-src", "orders-r1", "billing-src"}
+    ranked = {source: [tr.text.split()[:3] for tr in block.find_elements(By.CSS_SELECTOR, "tbody tr")]
+              for source, block in blocks.items()}
+    for source, lines in ranked.items():
+        by_rank = sorted({(r["candidate_rank"], r["candidate"], r["verdict"]) for r in rows if r["source"] == source})
+        assert lines == [[str(n), c, v] for n, c, v in by_rank], (source, lines, by_rank)
+    verdicts = {(source, line[1]): line[2] for source, lines in ranked.items() for line in lines}
+    assert set(verdicts) == {("orders-src", "orders-r1"), ("orders-src", "orders-r2"),
+                             ("orders-src", "orders-delayed"), ("orders-src", "billing-r1"),
+                             ("orders-r1", "orders-r3"), ("billing-src", "billing-r1")}
+    # the errant replicas would hand their GTIDs on; orders-src still has a safe candidate, first
+    assert verdicts[("orders-src", "orders-r2")] == verdicts[("billing-src", "billing-r1")] == "propagates_errant"
+    assert ranked["orders-src"][0][2] in ("safe", "safe_after_catch_up")
+    # the failover findings sit on their candidate's row and beside their source
+    unsafe = {(source, server) for check, server, source, _ in EXPECTED if check == "failover_candidate_unsafe"}
+    flagged = {(source, tr.text.split()[1]) for source, block in blocks.items()
+               for tr in block.find_elements(By.CSS_SELECTOR, "tbody tr") if "failover_candidate_unsafe" in tr.text}
+    assert flagged == unsafe
+    no_safe = {server for check, server, _, _ in EXPECTED if check == "no_safe_failover_candidate"}
+    assert {source for source, block in blocks.items()
+            if "no_safe_failover_candidate" in block.find_element(By.TAG_NAME, "h3").text} == no_safe
 
     copy = tmp_path / "warehouse"
     shutil.copytree(warehouse, copy)
-    run_date = read_arrow(str(warehouse), "runs", run_id).to_pylist()[0]["run_date"]
-    rows = [
-        ("orders", "orders-src", "orders-r2", "orders-r1", "propagates_errant", "orders-r2 has 1 errant GTID"),
-        ("orders", "orders-src", "orders-r1", "orders-r2", "safe", None),
-        ("orders", "orders-src", "orders-r1", "orders-r3", "safe_after_catch_up", "orders-r3 lags"),
-    ]
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in FAILOVER_COLUMNS])
-    columns = zip(*[(run_id, run_date, *r) for r in rows])
-    table = pa.table({name: list(values) for (name, _), values in zip(FAILOVER_COLUMNS, columns)}, schema=schema)
-    write_deltalake(str(copy / "failover_readiness"), table, partition_by=["run_date"])
-    page = write_report(str(copy), run_id, tmp_path / "with-failover.html", progress=False)
+    shutil.rmtree(copy / "failover_readiness")
+    page = write_report(str(copy), run_id, tmp_path / "without-failover.html", progress=False)
     _open(browser, Path(page))
-    section = browser.find_element(By.CSS_SELECTOR, "section#failover")
-    ranked = [row.text.split()[:3] for row in section.find_elements(By.CSS_SELECTOR, "tbody tr")]
-    assert ranked == [["1", "orders-r1", "safe_after_catch_up"], ["2", "orders-r2", "propagates_errant"]]
-    assert "orders-r3: safe_after_catch_up (orders-r3 lags)" in section.text
+    assert browser.find_elements(By.CSS_SELECTOR, "section#failover") == []
 
 
 def test_default_location_is_beside_the_alert_feed(demo_run, tmp_path):

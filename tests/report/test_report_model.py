@@ -88,6 +88,61 @@ def test_new_counts_findings_not_open_in_the_previous_run():
     assert (model.new, model.resolved) == (1, 0)
 
 
+def test_delayed_replica_is_green_and_said_to_be_behind_on_purpose():
+    """A delayed channel (SQL_Delay > 0) without a finding is healthy, noted as not at risk; with a
+    finding it takes the finding's colour and the note only says it is delayed."""
+    servers = [_server("s"), _server("r"), _server("d"), _server("e")]
+    channels = [_channel("r", "s"), _channel("d", "s", sql_delay=300), _channel("e", "s", sql_delay=3600)]
+    model = build_model(_tables(servers, channels, [_finding("replication_stopped", "warning", "e", "s", "")]))
+    pairs = {p.replica: p for c in model.clusters for p in c.pairs}
+    assert {name: (p.state, p.note) for name, p in pairs.items()} == {
+        "r": ("ok", None),
+        "d": ("ok", "delayed replica (SOURCE_DELAY = 300 s): behind on purpose, not at risk"),
+        "e": ("warning", "delayed replica (SOURCE_DELAY = 3,600 s)"),
+    }
+
+
+def _failover_row(source, candidate, rank, verdict, sibling, result, **counts):
+    """A failover_readiness row in the table's registered layout (schemas/failover.py)."""
+    from schemas import get_table
+
+    row = {"run_id": "r1", "run_date": dt.date(2026, 11, 2), "cluster": "c", "source": source,
+           "candidate": candidate, "channel": "", "sibling": sibling,
+           "sibling_role": "source" if sibling == source else "replica", "candidate_rank": rank,
+           "verdict": verdict, "verdict_reasons": f"{candidate}: {verdict}", "sibling_result": result,
+           "model_version": 1, **counts}
+    get_table("failover_readiness").check_row(row)
+    return row
+
+
+def test_failover_section_ranks_candidates_and_shows_their_findings():
+    """The section lists each source's candidates in the model's rank, what each sibling would get,
+    the unsafe candidate's finding on its row and the source's no-safe-candidate finding by it."""
+    import re
+
+    from jobs.report import _failover_section
+
+    rows = [
+        _failover_row("s", "b", 2, "loses_transactions", "a", "streams", lost_count=3),
+        _failover_row("s", "b", 2, "loses_transactions", "s", "streams", lost_count=3),
+        _failover_row("s", "a", 1, "safe_after_catch_up", "b", "streams", catch_up_count=5),
+        _failover_row("s", "a", 1, "safe_after_catch_up", "s", "streams"),
+        _failover_row("t", "x", 1, "refuses_siblings", "t", "refused", refusal="13114 purged required binary logs"),
+    ]
+    findings = [_finding("failover_candidate_unsafe", "warning", "b", "s", ""),
+                _finding("failover_candidate_unsafe", "warning", "x", "t", ""),
+                _finding("no_safe_failover_candidate", "critical", "t")]
+    page = _failover_section(rows, findings)
+    assert _failover_section(None, findings) == ""
+    text = re.sub(r"<[^>]+>", " ", page)
+    assert re.search(r"source s .*1\s+a\s+safe_after_catch_up .*2\s+b\s+loses_transactions\s+failover_candidate_unsafe",
+                     text), text
+    assert "b: streams (5 after catch-up)" in text and "s (the source): streams (3 lost)" in text
+    assert re.search(r"source t\s+\[c\]\s+no_safe_failover_candidate", text), text
+    assert "t (the source): refused (13114 purged required binary logs)" in text
+    assert text.count("no_safe_failover_candidate") == 1 and text.count("failover_candidate_unsafe") == 2
+
+
 def _horizon_inputs(**channel_overrides):
     servers = [_server("s", server_uuid=U1, version="8.4.3", gtid_executed=f"{U1}:1-1000", gtid_purged=f"{U1}:1-10"),
                _server("r", server_uuid=U2, version="8.4.3", gtid_executed=f"{U1}:1-150")]
@@ -122,9 +177,12 @@ def test_purge_horizon_unread_previous_gtids_is_unknown():
     assert purge_horizon_margins(servers, channels, logs, {("r", ""): "s"}) == {}
 
 
-def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(tmp_path):
-    """Three runs of a 300-server synthetic fleet (benchmarks/report_scale.py): the page draws only
-    clusters with findings, lists the healthy ones in one collapsed group, and plots the runs."""
+@pytest.mark.spark
+@pytest.mark.slow
+def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(spark, tmp_path):
+    """Three runs of a 300-server synthetic fleet (benchmarks/report_scale.py), written by the job's
+    writer (delta-spark): the page draws only clusters with findings, lists the healthy ones in one
+    collapsed group, and plots the runs."""
     spec = importlib.util.spec_from_file_location("report_scale", ROOT / "benchmarks" / "report_scale.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -134,7 +192,7 @@ def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(
     for run_no in range(3):
         rows = bench.run_rows(300, run_no)
         for table, table_rows in rows.items():
-            write_run_rows(table, table_rows, warehouse=str(warehouse), run_id=rows["runs"][0]["run_id"])
+            write_run_rows(spark, table, table_rows, warehouse=str(warehouse), run_id=rows["runs"][0]["run_id"])
     page = write_report(str(warehouse), out=tmp_path / "r.html", progress=False)
     text = Path(page).read_text()
     risky = {f["cluster"] for f in rows["findings"]}
