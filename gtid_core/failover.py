@@ -471,6 +471,9 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
     for s in siblings:
         if s.result is SiblingResult.REFUSED and block is None:
             what = f" (lacks {s.refused_missing.count()}: {_short(s.refused_missing, 120)})" if s.refused_missing else ""
+            if s.refusal == ER_MASTER_HAS_PURGED_REQUIRED_GTIDS and r.log_replica_updates is False:
+                what += (f", which {candidate.name} applied without logging them (log_replica_updates=OFF: "
+                         "its binary log cannot serve a sibling that is behind it)")
             flagged.append((Verdict.REFUSES_SIBLINGS, f"{s.sibling} would be refused: {s.refusal}{what}"))
         if s.lost:
             flagged.append((Verdict.LOSES_TRANSACTIONS,

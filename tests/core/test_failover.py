@@ -152,9 +152,8 @@ CASES = [
     pytest.param(
         source(), [replica("r1", R1, 2, f"{S}:1-10", version=MySQLVersion.parse("5.6.40-log")),
                    replica("r2", R2, 3, f"{S}:1-10,{R2}:1-2", version=MySQLVersion.parse("5.6.40-log"))],
-        {"r1": "refuses_siblings", "r2": "propagates_errant"},
-        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
-        id="sibling_errant_refused_by_a_5_6_candidate"),
+        {"r1": "safe", "r2": "propagates_errant"}, [("failover_candidate_unsafe", "r2")],
+        id="sibling_errant_of_its_own_uuid_streams_to_a_5_6_candidate"),
     pytest.param(
         source(purged=f"{S}:1-5"),
         [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-5"), replica("r2", R2, 3, f"{S}:6-10")],
@@ -246,16 +245,20 @@ def test_equal_identity_refusal_names_the_error(uuid_r2, id_r2, refusal):
     assert sib(cand(model, "r1"), "s").result is SiblingResult.STREAMS
 
 
-def test_5_6_candidate_refuses_sibling_with_foreign_errant_but_5_7_streams():
-    """5.6 compares a replica's whole set (refused, offending = r2's errant); 5.7+ only its own uuid (streams)."""
+def test_sibling_with_gtids_of_the_candidates_uuid_is_refused_from_5_6_23_only():
+    """r2 holds R1:11-12, GTIDs of r1's own uuid that r1 lacks (r1 was restored from an older backup).
+    5.6.23+ and 5.7 compare the replica's GTIDs of the source's uuid (is_subset_for_sid): refused,
+    offending = R1:11-12. 5.6.20 makes no such check: r2 streams, and will silently skip r1's next
+    R1:11-12 as already executed; the foreign errant GTIDs of r2's own uuid never refuse."""
     def build(version):
-        return model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10", version=version),
-                                         replica("r2", R2, 3, f"{S}:1-10,{R2}:1-2")])
-    old = sib(cand(build(MySQLVersion.parse("5.6.40")), "r1"), "r2")
-    assert (old.result, old.refusal, old.refused_missing) == (SiblingResult.REFUSED,
-                                                              ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER, g(f"{R2}:1-2"))
-    new = sib(cand(build(MySQLVersion.parse("5.7.44")), "r1"), "r2")
-    assert (new.result, new.sibling_errant, new.lost) == (SiblingResult.STREAMS, g(f"{R2}:1-2"), GtidSet.EMPTY)
+        return model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1-10", version=version),
+                                         replica("r2", R2, 3, f"{S}:1-10,{R1}:1-12,{R2}:1-2")])
+    for version in ("5.6.23", "5.6.40", "5.7.44"):
+        refused = sib(cand(build(MySQLVersion.parse(version)), "r1"), "r2")
+        assert (refused.result, refused.refusal, refused.refused_missing) == (
+            SiblingResult.REFUSED, ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER, g(f"{R1}:11-12")), version
+    old = sib(cand(build(MySQLVersion.parse("5.6.20")), "r1"), "r2")
+    assert old.result is SiblingResult.STREAMS and old.lost == GtidSet.EMPTY
 
 
 # --------------------------------------------------------------------------------------------

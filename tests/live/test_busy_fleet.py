@@ -172,16 +172,31 @@ def test_lagging_replica_with_backlog_beyond_tail_cap_is_not_flagged(busy):
     assert alarms == [], _shown(alarms)
 
 
+def _is_nolog_failover_warning(alarm: tuple) -> bool:
+    """The one true positive of this fleet: promoting live-nolog (log_replica_updates=OFF) would get
+    the siblings that are behind it refused, since its binary log holds none of what it replicated.
+    Every reason must be that refusal (no loss, no errant, no other refusal)."""
+    _, check_id, server, source, _, severity, detail = alarm
+    if (check_id, server, source, severity) != ("failover_candidate_unsafe", "live-nolog", "live-src", "warning"):
+        return False
+    reasons = detail.split(": ", 1)[1].rstrip(".").split("; ")
+    return all("ER_MASTER_HAS_PURGED_REQUIRED_GTIDS" in r and "log_replica_updates=OFF" in r for r in reasons)
+
+
 def test_log_replica_updates_off_replica_is_not_flagged_across_a_rotation(busy):
-    """A log_bin=ON, log_replica_updates=OFF replica, two runs with traffic and FLUSH BINARY LOGS between, raises nothing."""
+    """A log_bin=ON, log_replica_updates=OFF replica, two runs with traffic and FLUSH BINARY LOGS between,
+    raises no replication finding. Its failover warning is true and expected: promoted, it could not
+    serve the delayed and lagging siblings what they lack (a real promotion proves the refusal in
+    tests/sandbox/test_failover_scenarios.py), and the warning says so."""
     alarms = _alarms(busy, "live-nolog")
-    assert alarms == [], _shown(alarms)
+    assert [a for a in alarms if not _is_nolog_failover_warning(a)] == [], _shown(alarms)
 
 
 def test_busy_healthy_fleet_has_no_warning_or_critical_in_two_runs(busy):
-    """The busy-fleet test: two consecutive runs under writes, zero warning or critical findings."""
+    """The busy-fleet test: two consecutive runs under writes, zero warning or critical findings on the
+    pairs, apart from the failover warning that live-nolog (log_replica_updates=OFF) must not be promoted."""
     alarms = _alarms(busy)
-    assert alarms == [], _shown(alarms)
+    assert [a for a in alarms if not _is_nolog_failover_warning(a)] == [], _shown(alarms)
 
 
 def test_tail_cap_falls_inside_a_transaction(busy):

@@ -70,11 +70,6 @@ def test_silent_purged_gap_on_5621(audited):
     assert _found(findings, "gap5621-s", "gap5621-r1") == _truth(fleet, "gap5621-s", "gap5621-r1")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "check defect: on 5.6/5.7 the last retrieved GTID is unknown to the audit (the relay tail is read from "
-    "Relay_Log_Pos, empty on a caught-up replica, and LAST_QUEUED_TRANSACTION exists only from 8.0), so "
-    "replica_gtid_history_lost stays a warning where the 5.6.15-5.7.5 server would apply the last "
-    "transaction twice (Bug #72392)"))
 @pytest.mark.parametrize("cluster", ["bug5620", "bug574"], ids=["5.6.20", "5.7.4"])
 def test_bug_72392_reset_master_on_replica(audited, cluster):
     """RESET MASTER on a 5.6.15-5.7.5 replica: replica_gtid_history_lost, critical (Bug #72392)."""
