@@ -1,7 +1,8 @@
 """Build ``DIST/gtid_audit-pyfiles.zip`` for ``spark-submit --py-files``.
 
 It holds the three import packages (gtid_core, schemas, jobs) and nothing else: executors
-import ``gtid_core`` to run the checks inside mapInPandas batches. Third-party dependencies are
+import ``jobs.collector`` to read the servers and ``jobs.audit_tasks`` / ``gtid_core`` to run the
+checks inside mapInArrow batches. Third-party dependencies are
 not zipped (mysql-connector-python and pydantic have compiled parts): install the wheel into the
 cluster's Python or ship a packed environment with ``--archives`` (docs/deployment.md).
 """

@@ -250,8 +250,8 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "With several applier workers and commit order not preserved, the replica commits out of order: "
           "gtid_executed has gaps while it runs, and a crash or a STOP leaves holes.",
           None, "SET PERSIST replica_preserve_commit_order = ON (needs the applier stopped)."),
-    # The checks the audit job makes itself (scope "job"): copied verbatim from jobs/audit.py's
-    # JOB_CHECKS, so that this one registry is the catalogue.
+    # The checks the audit job makes itself (scope "job", made in jobs/audit_tasks.py), registered
+    # here so that this one registry is the catalogue (gtid_core.registry.JOB_CHECKS selects them).
     _info("collection_failed", Severity.CRITICAL, "job", "Server could not be collected",
           "Nothing could be read from this server in this run, so none of its checks ran: the "
           "audit is blind there. The finding carries the error class of collection_errors "

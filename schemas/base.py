@@ -1,15 +1,15 @@
 """The schema framework: one neutral, versioned definition per Delta table.
 
 A :class:`TableSchema` lists its columns (name, type, nullable, description), its version, its
-partition columns and its key. The same definition is converted to a pyarrow schema (delta-rs
-writes, pandas reads) and to a Spark ``StructType`` (delta-spark writes, Spark reads), so every
-writer and every test sees one schema.
+partition columns and its key. The same definition is converted to a Spark ``StructType``
+(delta-spark writes, Spark reads) and to a pyarrow schema (the delta-rs readers and the Arrow
+batches of the audit tasks), so every writer, reader and test sees one schema.
 
 Types are a small closed vocabulary (``LogicalType``): strings, 64/32-bit integers, booleans,
 doubles, UTC timestamps (microseconds) and dates. Anything richer is stored as text.
 
-The version is stored as the table property ``gtid_audit.schema_version`` when the table is
-created; writers compare it before every write (see ``jobs.delta_io``).
+The version is stored under ``gtid_audit.schema_version`` in each commit's ``userMetadata``;
+writers compare it, and the column list, before every write (see ``jobs.delta_io``).
 """
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ class TableSchema:
             raise SchemaError(f"table {self.name!r} has no column {name!r}") from None
 
     def to_arrow(self) -> pa.Schema:
-        """The pyarrow schema (delta-rs writes, pandas reads), with the version as metadata."""
+        """The pyarrow schema (delta-rs reads, Arrow batches), with the version as metadata."""
         return pa.schema(
             [pa.field(c.name, c.type.to_arrow(), nullable=c.nullable,
                       metadata={"description": c.description}) for c in self.columns],

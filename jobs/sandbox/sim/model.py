@@ -407,9 +407,9 @@ class FleetBuilder:
         binary log. errant_transactions only, on every version: the source refuses a replica
         only for GTIDs of its *own* uuid, on 5.6 too -- 5.6's dump thread (sql/rpl_master.cc,
         mysql_binlog_send) tests ``slave_gtid_executed->is_subset_for_sid(logged_gtids,
-        server_sidno, ...)``, like 5.7+'s Binlog_sender::check_start_file. Today's
-        replica_has_more_gtids compares the whole set on 5.6 (issue #11) and so reports this
-        replica as refused: a false positive the end-to-end test marks as a known defect."""
+        server_sidno, ...)``, like 5.7+'s Binlog_sender::check_start_file. (Before the fix of
+        issue #11, replica_has_more_gtids compared the whole set on 5.6 and reported this
+        replica as refused; the end-to-end test now expects errant_transactions alone.)"""
         src, rep = self.cluster(cluster, version, replicas=1)
         if replica_version:
             rep.version = replica_version
