@@ -6,6 +6,7 @@ gtid_mode=OFF server), an address nobody listens on, and a wrong password.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
 RUN_ID = "it-run-1"
 WRONG_PASSWORD = "not-the-audit-password-4711"
+UNSET_ENV = "GTA_TEST_SECRET_NOBODY_SETS"   # a password_env that resolves nowhere: config_error
 SIDE_TRANSACTIONS = [
     "CREATE DATABASE side",
     "CREATE TABLE side.t (id INT PRIMARY KEY, v VARCHAR(20))",
@@ -79,10 +81,14 @@ def _config(fleet, side_fleet, tmp: Path, **collection) -> Path:
     path = fleet.write_audit_config(tmp / "gtid-audit.yaml", warehouse=str(tmp / "warehouse"))
     data = yaml.safe_load(path.read_text())
     side_pw = str(side_fleet.audit_password_file)
+    wrong_pw = tmp / "wrong-password"
+    wrong_pw.write_text(WRONG_PASSWORD + "\n")
     data["servers"] += [
         {"name": "unreachable", "host": "127.0.0.1", "port": _closed_port(), "cluster": "ghost"},
         {"name": "wrong-password", "host": "localhost", "port": fleet.server("orders-src").port,
-         "cluster": "orders", "password_env": "GTA_TEST_WRONG_PASSWORD"},
+         "cluster": "orders", "password_file": str(wrong_pw)},
+        {"name": "unresolved-secret", "host": "127.0.0.2", "port": fleet.server("orders-src").port,
+         "cluster": "orders", "password_env": UNSET_ENV},
     ] + [{"name": f"side-{n}", "host": side_fleet.server(n).host, "port": side_fleet.server(n).port,
           "cluster": "side", "password_file": side_pw} for n in ("src", "rep", "off")]
     data["collection"] = {"concurrency": 4, "per_task_concurrency": 2, "server_deadline_s": 60,
@@ -95,8 +101,7 @@ def _config(fleet, side_fleet, tmp: Path, **collection) -> Path:
 @pytest.fixture(scope="module")
 def collected(fleet, side_fleet, spark, tmp_path_factory):
     """One collection run over the fleet, the side fleet and the broken entries."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("GTA_TEST_WRONG_PASSWORD", WRONG_PASSWORD)
+    assert UNSET_ENV not in os.environ
     tmp = tmp_path_factory.mktemp("collect")
     path = _config(fleet, side_fleet, tmp)
     config = load_config(path)
@@ -105,7 +110,6 @@ def collected(fleet, side_fleet, spark, tmp_path_factory):
     tables = {name: read_arrow(wh, name, RUN_ID).to_pylist()
               for name in ("runs", "servers", "channels", "binary_logs", "relay_log_tail", "collection_errors")}
     yield {"config": config, "path": path, "summary": summary, "warehouse": wh, "tables": tables}
-    mp.undo()
 
 
 def _by(rows, *keys):
@@ -177,19 +181,23 @@ def test_relay_tail_holds_the_pending_transactions(collected, side_fleet):
 
 
 def test_failures_are_rows_and_the_rest_is_collected(collected):
-    """Unreachable, wrong password and gtid_mode=OFF produce error rows; no other error is recorded."""
+    """Unreachable, wrong password, a password reference the executor cannot resolve and gtid_mode=OFF
+    produce error rows; no other error is recorded."""
     errors = collected["tables"]["collection_errors"]
     assert sorted((e["server"], e["error_class"]) for e in errors) == [
-        ("side-off", "gtid_mode_off"), ("unreachable", "unreachable"), ("wrong-password", "auth_failed")]
+        ("side-off", "gtid_mode_off"), ("unreachable", "unreachable"), ("unresolved-secret", "config_error"),
+        ("wrong-password", "auth_failed")]
     servers = _by(collected["tables"]["servers"], "server")
-    assert servers["unreachable"]["status"] == "failed" and servers["wrong-password"]["status"] == "failed"
+    assert {servers[n]["status"] for n in ("unreachable", "wrong-password", "unresolved-secret")} == {"failed"}
+    unresolved = next(e for e in errors if e["error_class"] == "config_error")
+    assert UNSET_ENV in unresolved["message"], unresolved
     assert servers["unreachable"]["gtid_executed"] is None
     off = servers["side-off"]
     assert (off["status"], off["gtid_mode"], off["gtid_executed"]) == ("ok", "OFF", "")
     auth = next(e for e in errors if e["error_class"] == "auth_failed")
     assert auth["errno"] == 1045 and auth["cluster"] == "orders"
     summary = collected["summary"]
-    assert (summary.servers_ok, summary.servers_failed, summary.errors) == (9, 2, 3)
+    assert (summary.servers_ok, summary.servers_failed, summary.errors) == (9, 3, 4)
 
 
 def test_audit_account_hits_no_privilege_error(collected):
@@ -272,7 +280,7 @@ def test_cli_config_check_and_collect(collected, capsys):
     assert "password_file=" in out
     assert collect_main(["collect", "--config", str(collected["path"]), "--run-id", "cli-1"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("collect run_id=cli-1 servers=11 ok=9 ")
+    assert len(lines) == 1 and lines[0].startswith("collect run_id=cli-1 servers=12 ok=9 ")
     assert collect_main(["collect", "--config", str(collected["path"]), "--run-id", "bad id"]) == 1
 
 

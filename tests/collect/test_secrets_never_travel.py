@@ -43,10 +43,11 @@ def test_no_secret_in_event_log_output_or_tables(fleet_factory, tmp_path):
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "servers=3 ok=2 partial=0 failed=1" in done.stdout  # both logins really happened
-    logs = list(events.iterdir())
+    logs = [p for p in events.rglob("*") if p.is_file()]   # Spark 4: eventlog_v2_<app>/events_1_<app> (rolling)
     assert logs, "no event log was written"
     haystacks = {"stdout": done.stdout, "stderr": done.stderr}
     haystacks.update({f"event log {p.name}": p.read_text(errors="replace") for p in logs})
+    assert any("SparkListenerTaskEnd" in t for k, t in haystacks.items() if k.startswith("event log")), logs
     for name in ("servers", "channels", "collection_errors", "findings", "alerts", "runs"):
         for row in DeltaTable(str(tmp_path / "wh" / name)).to_pyarrow_table().to_pylist():
             haystacks[f"table {name}"] = haystacks.get(f"table {name}", "") + repr(row)
