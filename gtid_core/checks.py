@@ -255,7 +255,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
     _info("collection_failed", Severity.CRITICAL, "job", "Server could not be collected",
           "Nothing could be read from this server in this run, so none of its checks ran: the "
           "audit is blind there. The finding carries the error class of collection_errors "
-          "(unreachable, timeout, auth_failed, privilege_missing, gtid_mode_off, ...). Findings "
+          "(unreachable, timeout, auth_failed, config_error, unexpected, ...). Findings "
           "about it from the previous run are carried over as open, never resolved.",
           None,
           "Look at collection_errors for the run (message, errno); fix reachability, grants "

@@ -619,7 +619,7 @@ FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i
           "log_replica_updates / log_bin / gtid_mode, give cloned servers their own server_uuid."),
     _info("duplicate_server_uuid", Severity.CRITICAL, "server",
           "Two servers share a server_uuid (or a server_id within one replication group)",
-          "Two servers of the fleet report the same server_uuid, e.g. a datadir cloned with its auto.cnf "
+          "Two servers of one cluster (the inventory's cluster label) report the same server_uuid, e.g. a datadir cloned with its auto.cnf "
           "kept. Their GTIDs collide: both number transactions uuid:1, uuid:2, ..., and a replica that "
           "receives both silently skips one side's transactions as already executed. A source kicks one "
           "of two replicas with the same identity off (13114 'A replica with the same server_uuid/server_id "
@@ -763,7 +763,8 @@ def _groups(names: Iterable[str], edges: Iterable[tuple[str, str]]) -> dict[str,
 
 def check_duplicate_server_identity(servers: Sequence[ServerSnapshot],
                                     replication_edges: Iterable[tuple[str, str]] = ()) -> list[Finding]:
-    """duplicate_server_uuid: servers sharing a server_uuid anywhere in the fleet, or a server_id
+    """duplicate_server_uuid: servers sharing a server_uuid among ``servers`` (the
+    audit passes one cluster label's servers at a time), or a server_id
     within one replication group (the connected components of ``replication_edges``, pairs of
     inventory names (replica, source) of every resolved channel).
 

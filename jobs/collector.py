@@ -251,7 +251,7 @@ def _is_transient_connect_error(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class Dialect:
-    """What to run on a given server version (gtid-background.md §6)."""
+    """What to run on a given server version (the version table of docs/collection.md)."""
 
     version: MySQLVersion
     replica_status: str            # SHOW REPLICA STATUS | SHOW SLAVE STATUS

@@ -113,8 +113,8 @@ RUN_SUMMARY = register(TableSchema(
         C("alerts_delivered", L.BOOL, True, "true if Alertmanager accepted the feed; NULL if not configured"),
         C("expired_silences", L.STRING, False, "configured silences past their expiry, JSON list"),
         C("fail_on", L.STRING, False, "critical, warning or never"),
-        C("exit_code", L.INT32, False, "0 ok, 2 open findings at or above fail_on (1 = job error, "
-                                       "never written since the run did not finish)"),
+        C("exit_code", L.INT32, False, "0 ok, 2 open findings at or above fail_on, 1 the alert "
+                                       "feed could not be delivered (a job that fails writes no row)"),
     ),
 ))
 

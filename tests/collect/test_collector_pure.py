@@ -22,7 +22,7 @@ from jobs.config import ServerSpec
     ("9.7.4-2", "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS", "SHOW REPLICAS", "replica_parallel_workers"),
 ], ids=lambda v: v if isinstance(v, str) and v[0].isdigit() else None)
 def test_dialect_follows_the_version_table(version, status, binlog, replicas, names):
-    """Statements and variable names switch at the versions of gtid-background.md §6."""
+    """Statements and variable names switch at the versions of docs/collection.md's version table."""
     d = dialect_for(MySQLVersion.parse(version))
     assert (d.replica_status, d.binlog_status, d.replicas_list) == (status, binlog, replicas)
     variables = dict(d.variables)
