@@ -1,17 +1,18 @@
-"""`gtid-audit collect` + `gtid-audit audit` against N simulated servers (issue #12).
+"""`gtid-audit run` against N simulated servers (issue #12).
 
 Generates a simulated fleet (jobs/sandbox/sim: 5.6 to 9.7 shapes, clusters, chains, multi-source
 replicas) with 1 % collection faults and 2 % consistency faults, serves it over the MySQL wire
-protocol from simulator processes on this machine, then runs the job's CLI exactly as a user
-would (`collect`, then `audit` of the same run id) and prints:
+protocol from simulator processes on this machine, then runs the nightly job's CLI exactly as a
+user would (`gtid-audit run`: collect, audit and report in one Spark session) and prints:
 
-* wall time of collect and of audit;
+* wall time of the whole command, and of collect and of audit as the job recorded them
+  (`run_summary.collect_seconds` / `audit_seconds`; the rest is JVM start and the report);
 * the floor of collection: statements per reachable server (counted by the simulator) x mean
   latency x N / collection concurrency, and the ratio of the collect time to it; COM_PINGs and
   connections per server are counted too (each is a round trip with the same latency);
 * peak RSS, sampled every 0.2 s, of the driver's Python process, of its JVM (in local mode the
-  executors live in that JVM) and of the Python workers Spark starts;
-* the simulator's CPU seconds during collect, as a share of the collect wall time x cores (the
+  executors live in that JVM) and of the Python workers Spark starts (where the reads run);
+* the simulator's CPU seconds during the run, as a share of the run's wall time x cores (the
   part of the machine the job did not have);
 * recall and false positives of the open findings against the model's truth.
 
@@ -39,13 +40,17 @@ from jobs.sandbox.sim.server import Latency  # noqa: E402
 
 
 def _children(pid: int) -> list[int]:
+    """Every descendant: the children of each thread (the JVM starts Spark's Python workers from
+    threads other than its main one)."""
     out = []
-    try:
-        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in kids:
             out.append(int(child))
             out.extend(_children(int(child)))
-    except OSError:
-        pass
     return out
 
 
@@ -96,6 +101,13 @@ def _run(argv: list[str]) -> tuple[float, dict[str, int], int]:
     return time.monotonic() - start, peak, proc.returncode
 
 
+def _run_summary(warehouse: Path, run_id: str) -> dict:
+    from jobs.delta_io import read_arrow
+
+    rows = read_arrow(str(warehouse), "run_summary", run_id).to_pylist()
+    return rows[0] if rows else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--servers", type=int, default=100)
@@ -130,12 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     sim.start()
     try:
         cpu0 = sim.cpu_now()
-        collect_s, collect_rss, rc1 = _run(["collect", "--config", str(config), "--run-id", run_id])
+        total_s, rss, rc = _run(["run", "--config", str(config), "--run-id", run_id, "--fail-on", "never"])
         sim_cpu = sim.cpu_now() - cpu0
-        audit_s, audit_rss, rc2 = _run(["audit", "--config", str(config), "--run-id", run_id])
     finally:
         sim.stop()
     stats = sim.stats()
+    summary = _run_summary(work / "warehouse", run_id)
+    collect_s, audit_s = summary.get("collect_seconds") or 0.0, summary.get("audit_seconds") or 0.0
     findings = read_findings(work / "warehouse")
     s = score(fleet.truth, findings)
     refused = sum(1 for x in fleet.servers if x.fault in ("refused", "silent"))
@@ -146,16 +159,16 @@ def main(argv: list[str] | None = None) -> int:
     cores = os.cpu_count() or 1
     mb = lambda b: f"{b / 2**20:,.0f} MB"  # noqa: E731
     print(f"servers {args.servers}  simulator processes {processes}  latency {latency.spec()} ms  "
-          f"concurrency {concurrency} (per task {settings.per_task_concurrency})  exit codes {rc1}/{rc2}")
-    print("| servers | collect | audit | statements/server | COM_PING/server | connections/server | floor | collect/floor | "
-          "driver RSS (collect/audit) | JVM RSS (collect/audit) | Python workers RSS | simulator CPU | recall | "
+          f"concurrency {concurrency} (per task {settings.per_task_concurrency})  exit code {rc}  "
+          f"pairs {summary.get('pairs_audited')}")
+    print("| servers | run (wall) | collect | audit | statements/server | COM_PING/server | connections/server | "
+          "floor | collect/floor | driver RSS | JVM RSS | Python workers RSS | simulator CPU | recall | "
           "false positives |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {args.servers:,} | {collect_s:.1f} s | {audit_s:.1f} s | {per_server:.1f} | {pings:.1f} | "
-          f"{stats['connections'] / reachable:.2f} | {floor:.1f} s | {collect_s / floor:.1f}x | "
-          f"{mb(collect_rss['driver'])} / {mb(audit_rss['driver'])} | {mb(collect_rss['jvm'])} / {mb(audit_rss['jvm'])} | "
-          f"{mb(max(collect_rss['workers'], audit_rss['workers']))} | {sim_cpu:.1f} s "
-          f"({100 * sim_cpu / (collect_s * cores):.1f} % of {cores} cores) | {100 * s.recall:.1f} % "
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {args.servers:,} | {total_s:.1f} s | {collect_s:.1f} s | {audit_s:.1f} s | {per_server:.1f} | "
+          f"{pings:.1f} | {stats['connections'] / reachable:.2f} | {floor:.1f} s | {collect_s / floor:.1f}x | "
+          f"{mb(rss['driver'])} | {mb(rss['jvm'])} | {mb(rss['workers'])} | {sim_cpu:.1f} s "
+          f"({100 * sim_cpu / (total_s * cores):.1f} % of {cores} cores) | {100 * s.recall:.1f} % "
           f"({len(s.expected) - len(s.missed)}/{len(s.expected)}) | {len(s.false_positives)} |")
     for item in sorted(s.missed):
         print("missed:", item)

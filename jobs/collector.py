@@ -175,7 +175,7 @@ class ReadSettings:
     relay_tail_page_events: int = 500
     relay_probe_files: int = 4
     relay_tail_max_scan_events: int = 1_000_000
-    per_task_concurrency: int = 4
+    per_task_concurrency: int = 32
 
 
 def resolve_password(spec: ServerSpec) -> Secret | None:
@@ -467,6 +467,7 @@ class ServerReader:
         self.settings = ctx.settings
         self.resolver = resolver
         self.cnx = None
+        self.cur = None      # one cursor per connection: each cursor() costs a COM_PING round trip
         self.deadline = 0.0
         self.statement_failed = False
         self.last_quiet_error: BaseException | None = None
@@ -509,14 +510,13 @@ class ServerReader:
             raise _Stop()
         try:  # the socket never waits beyond the server's deadline
             self.cnx.read_timeout = _seconds(min(self.spec.read_timeout_s, self.deadline - time.monotonic()))
-            cur = self.cnx.cursor(dictionary=True)
-            try:
-                cur.execute(sql, tuple(params) if params else None)
-                rows = cur.fetchall() if cur.with_rows else []
-            finally:
-                cur.close()
+            if self.cur is None:
+                self.cur = self.cnx.cursor(dictionary=True)
+            self.cur.execute(sql, tuple(params) if params else None)
+            rows = self.cur.fetchall() if self.cur.with_rows else []
             return rows, _now()
         except Exception as exc:  # the driver raises many types; all become data
+            self._drop_cursor()
             if getattr(exc, "errno", None) in quiet_errnos:
                 self.last_quiet_error = exc
                 return None, _now()
@@ -525,6 +525,15 @@ class ServerReader:
             if getattr(exc, "errno", None) in _LOST_CONNECTION or cls == ErrorClass.TIMEOUT:
                 raise _Stop() from None
             return None, _now()
+
+    def _drop_cursor(self) -> None:
+        """After a failed statement the next one gets a fresh cursor (no half-read result)."""
+        cur, self.cur = self.cur, None
+        if cur is not None:
+            try:
+                cur.close()
+            except Exception:
+                pass
 
     def convert(self, value: Any, kind: str, column: str, statement: str, channel: str | None = None) -> Any:
         """Convert one raw value; an unparseable one becomes NULL plus an error row."""
@@ -577,6 +586,7 @@ class ServerReader:
             self.statement_failed = True
             self.error(ErrorClass.UNEXPECTED, f"{type(exc).__name__}: {exc}")
         finally:
+            self._drop_cursor()
             if self.cnx is not None:
                 try:
                     self.cnx.close()

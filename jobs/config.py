@@ -146,8 +146,8 @@ class RetrySettings(_Frozen):
 class CollectionSettings(_Frozen):
     """Concurrency, deadlines and the bounds of what is read."""
 
-    concurrency: int = Field(default=8, ge=1, le=1024)        # servers read at once, overall
-    per_task_concurrency: int = Field(default=4, ge=1, le=256)  # threads inside one Spark task
+    concurrency: int = Field(default=64, ge=1, le=1024)       # servers read at once, overall
+    per_task_concurrency: int = Field(default=32, ge=1, le=256)  # threads inside one Spark task
     server_deadline_s: float = Field(default=60.0, gt=0, le=3600)
     retries: RetrySettings = RetrySettings()
     binlog_header_events: int = Field(default=3, ge=2, le=10)    # SHOW BINLOG EVENTS ... LIMIT n
