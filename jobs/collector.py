@@ -29,6 +29,7 @@ one flat pool of threads that respects that order only inside each replication g
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import os
@@ -457,6 +458,13 @@ def _scrub(message: str, password: Secret | None) -> str:
     return message
 
 
+def _close_quietly(resource: Any) -> None:
+    """Close a cursor or connection that may be None or already broken; never raises."""
+    if resource is not None:
+        with contextlib.suppress(Exception):
+            resource.close()
+
+
 class ServerReader:
     """Reads one server; :meth:`read` never raises."""
 
@@ -529,11 +537,7 @@ class ServerReader:
     def _drop_cursor(self) -> None:
         """After a failed statement the next one gets a fresh cursor (no half-read result)."""
         cur, self.cur = self.cur, None
-        if cur is not None:
-            try:
-                cur.close()
-            except Exception:
-                pass
+        _close_quietly(cur)
 
     def convert(self, value: Any, kind: str, column: str, statement: str, channel: str | None = None) -> Any:
         """Convert one raw value; an unparseable one becomes NULL plus an error row."""
@@ -587,11 +591,7 @@ class ServerReader:
             self.error(ErrorClass.UNEXPECTED, f"{type(exc).__name__}: {exc}")
         finally:
             self._drop_cursor()
-            if self.cnx is not None:
-                try:
-                    self.cnx.close()
-                except Exception:
-                    pass
+            _close_quietly(self.cnx)
             server["read_finished_at"] = _now()
             server["read_at"] = server.get("gtid_read_at") or server["read_finished_at"]
         return self.result
@@ -952,11 +952,7 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
     except Exception:
         return Probe(spec.name, None, ok=False)
     finally:
-        if cnx is not None:
-            try:
-                cnx.close()
-            except Exception:
-                pass
+        _close_quietly(cnx)
 
 
 @dataclass(frozen=True)
