@@ -33,6 +33,8 @@ from pathlib import Path
 from string import Template
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from gtid_core.failover import Verdict
+
 __all__ = [
     "REPORTS_DIR",
     "ReportError",
@@ -93,9 +95,8 @@ _STATE_WORDS = {
     "unknown": "not audited (a side was not collected or the source is unknown)",
 }
 
-#: Failover verdicts, best first; the failover_readiness table's vocabulary.
-VERDICTS = ("safe", "safe_after_catch_up", "undetermined", "loses_transactions", "propagates_errant",
-            "refuses_siblings", "cannot_serve")
+#: Failover verdicts, best first: the failover_readiness table's vocabulary, from the model itself.
+VERDICTS = tuple(v.value for v in sorted(Verdict, key=lambda v: v.rank))
 _VERDICT_STATE = {"safe": "ok", "safe_after_catch_up": "info", "undetermined": "unknown",
                   "loses_transactions": "critical", "propagates_errant": "critical", "refuses_siblings": "critical",
                   "cannot_serve": "critical"}
