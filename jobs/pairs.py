@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,6 +111,8 @@ class SourceResolver:
         self._dns: dict[str, frozenset[str]] = {}
         self._by_name: dict[tuple[str, int], set[str]] = {}
         self._by_uuid: dict[str, set[str]] = {}
+        self._index: tuple[dict[tuple[str, int], set[str]], dict[int, set[str]]] | None = None
+        self._index_lock = threading.Lock()  # one resolver serves a task's reading threads
         for s in self.servers.values():
             keys = {(s.name.lower(), s.port), (s.host.lower(), s.port)}
             keys |= {_split_alias(a, s.port) for a in s.aliases}
@@ -138,10 +141,28 @@ class SourceResolver:
             pairs |= {(ip, p) for ip in self.ips(h)}
         return pairs
 
+    def _address_index(self) -> tuple[dict[tuple[str, int], set[str]], dict[int, set[str]]]:
+        """``(ip, port) -> servers`` over every inventory address, and ``port -> servers`` for the
+        servers configured at a loopback IP. Built once, on the first address lookup (one DNS
+        query per inventory host name), so that each lookup is a dictionary access: a linear scan
+        of the inventory per channel made collection quadratic in the fleet's size."""
+        with self._index_lock:
+            if self._index is None:
+                by_ip: dict[tuple[str, int], set[str]] = {}
+                loopback_by_port: dict[int, set[str]] = {}
+                for s in self.servers.values():
+                    for ip, p in self._server_ips(s):
+                        by_ip.setdefault((ip, p), set()).add(s.name)
+                        if _is_loopback(ip):
+                            loopback_by_port.setdefault(p, set()).add(s.name)
+                self._index = (by_ip, loopback_by_port)
+            return self._index
+
     def _by_address(self, replica: InventoryServer | None, host: str, port: int) -> set[str]:
         target = self.ips(host)
         if not target:
             return set()
+        by_ip, loopback_by_port = self._address_index()
         if all(_is_loopback(ip) for ip in target):
             # The replica's loopback: its own machine. Compare with the replica's host addresses.
             if replica is None:
@@ -150,16 +171,9 @@ class SourceResolver:
             if own and all(_is_loopback(ip) for ip in own):
                 # the replica itself is configured by a loopback address (one-machine fleet):
                 # its neighbours are the servers configured by a loopback address too.
-                wanted = {ip for s in self.servers.values() for ip, _ in self._server_ips(s)
-                          if _is_loopback(ip)}
-            else:
-                wanted = set(own)
-            target = frozenset(wanted)
-        hits = set()
-        for s in self.servers.values():
-            if any(ip in target and p == port for ip, p in self._server_ips(s)):
-                hits.add(s.name)
-        return hits
+                return set(loopback_by_port.get(port, ()))
+            target = own
+        return {name for ip in target for name in by_ip.get((ip, port), ())}
 
     def resolve(self, replica: str, source_host: str | None, source_port: int | None,
                 source_uuid: str | None) -> Resolution:
