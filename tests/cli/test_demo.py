@@ -1,11 +1,6 @@
-"""`gtid-audit demo` (what `make demo` runs) ends with the injected faults reported, each once,
-the Delta tables written, and no server of ours left running."""
+"""`gtid-audit demo` (what `make demo` runs; the session's ``demo_night``) ends with the injected
+faults reported, each once, the Delta tables written, and no server of ours left running."""
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +8,6 @@ from jobs.delta_io import read_arrow
 from tests.sandbox.test_fleet import our_processes
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: (check_id, server, source, channel) of every warning or critical finding the demo's faults
 #: must produce on the standard topology — and nothing else (the sandbox's servers are durable,
@@ -50,15 +43,9 @@ EXPECTED = {
 }
 
 
-def test_demo_reports_each_injected_fault_and_writes_the_tables(tmp_path):
+def test_demo_reports_each_injected_fault_and_writes_the_tables(demo_night):
     """The demo's findings are exactly the injected faults; tables exist; the fleet is stopped."""
-    workdir, warehouse = tmp_path / "sb", tmp_path / "warehouse"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "jobs.cli", "demo", "--workdir", str(workdir),
-         "--config-out", str(tmp_path / "sandbox.yaml"), "--warehouse", str(warehouse)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc, workdir, warehouse = demo_night.proc, demo_night.workdir, demo_night.warehouse
     out = proc.stdout
     assert "CRITICAL errant_transactions on orders-r2 <- orders-src" in out
     assert "what to do:" in out and "SET GTID_NEXT=" in out
