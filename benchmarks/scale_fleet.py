@@ -11,7 +11,8 @@ user would (`gtid-audit run`: collect, audit and report in one Spark session) an
   latency x N / collection concurrency, and the ratio of the collect time to it; COM_PINGs and
   connections per server are counted too (each is a round trip with the same latency);
 * peak RSS, sampled every 0.2 s, of the driver's Python process, of its JVM (in local mode the
-  executors live in that JVM) and of the Python workers Spark starts (where the reads run);
+  executors live in that JVM) and of the Python workers Spark starts (where the reads run),
+  over the whole run and per phase (collect, audit, report);
 * the simulator's CPU seconds during the run, as a share of the run's wall time x cores (the
   part of the machine the job did not have);
 * recall and false positives of the open findings against the model's truth.
@@ -65,13 +66,19 @@ def _rss_and_name(pid: int) -> tuple[int, str]:
 
 
 class PeakRss:
-    """Peak RSS of a process tree by role: driver Python, JVM, Spark's Python workers."""
+    """Peak RSS of a process tree by role (driver Python, JVM, Spark's Python workers), overall
+    and per phase of the night: :meth:`mark` starts the next phase."""
 
     def __init__(self, pid: int):
         self.pid, self.peak = pid, {"driver": 0, "jvm": 0, "workers": 0}
+        self.phase = "collect"
+        self.by_phase: dict[str, dict[str, int]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def mark(self, phase: str) -> None:
+        self.phase = phase
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -79,8 +86,10 @@ class PeakRss:
             for child in _children(self.pid):
                 rss, cmd = _rss_and_name(child)
                 now["jvm" if "java" in cmd.split(" ")[0] else "workers"] += rss
+            phase = self.by_phase.setdefault(self.phase, {"driver": 0, "jvm": 0, "workers": 0})
             for k, v in now.items():
                 self.peak[k] = max(self.peak[k], v)
+                phase[k] = max(phase[k], v)
             self._stop.wait(0.2)
 
     def stop(self) -> dict[str, int]:
@@ -89,16 +98,31 @@ class PeakRss:
         return self.peak
 
 
-def _run(argv: list[str]) -> tuple[float, dict[str, int], int]:
+def _run(argv: list[str]) -> tuple[float, PeakRss, int]:
+    """Run the job's CLI; the phases are told apart by its output: the collect summary line in
+    the log (stderr) ends collect, the printed outcome (stdout) ends audit, ``report:`` the report."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", *argv], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     rss = PeakRss(proc.pid)
-    _, err = proc.communicate()
-    peak = rss.stop()
+    err: list[str] = []
+
+    def follow_stderr() -> None:
+        for line in proc.stderr:
+            err.append(line)
+            if "collect run_id=" in line:
+                rss.mark("audit")
+
+    reader = threading.Thread(target=follow_stderr, daemon=True)
+    reader.start()
+    for line in proc.stdout:
+        rss.mark("report" if not line.startswith("report:") else "exit")
+    proc.wait()
+    reader.join()
+    rss.stop()
     if proc.returncode not in (0, 2):
-        print(err[-3000:], file=sys.stderr)
-    return time.monotonic() - start, peak, proc.returncode
+        print("".join(err)[-3000:], file=sys.stderr)
+    return time.monotonic() - start, rss, proc.returncode
 
 
 def _run_summary(warehouse: Path, run_id: str) -> dict:
@@ -142,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     sim.start()
     try:
         cpu0 = sim.cpu_now()
-        total_s, rss, rc = _run(["run", "--config", str(config), "--run-id", run_id, "--fail-on", "never"])
+        total_s, sampler, rc = _run(["run", "--config", str(config), "--run-id", run_id, "--fail-on", "never"])
         sim_cpu = sim.cpu_now() - cpu0
+        rss = sampler.peak
     finally:
         sim.stop()
     stats = sim.stats()
@@ -170,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{mb(rss['driver'])} | {mb(rss['jvm'])} | {mb(rss['workers'])} | {sim_cpu:.1f} s "
           f"({100 * sim_cpu / (total_s * cores):.1f} % of {cores} cores) | {100 * s.recall:.1f} % "
           f"({len(s.expected) - len(s.missed)}/{len(s.expected)}) | {len(s.false_positives)} |")
+    print("peak RSS by phase: " + "; ".join(
+        f"{phase}: driver {mb(v['driver'])}, JVM {mb(v['jvm'])}, Python workers {mb(v['workers'])}"
+        for phase, v in sampler.by_phase.items() if phase != "exit"))
     for item in sorted(s.missed):
         print("missed:", item)
     for item in sorted(s.false_positives):

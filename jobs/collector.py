@@ -176,7 +176,7 @@ class ReadSettings:
     relay_tail_page_events: int = 500
     relay_probe_files: int = 4
     relay_tail_max_scan_events: int = 1_000_000
-    per_task_concurrency: int = 32
+    per_task_concurrency: int = 8
 
 
 def resolve_password(spec: ServerSpec) -> Secret | None:
