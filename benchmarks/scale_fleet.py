@@ -102,8 +102,9 @@ def _run(argv: list[str]) -> tuple[float, PeakRss, int]:
     """Run the job's CLI; the phases are told apart by its output: the collect summary line in
     the log (stderr) ends collect, the printed outcome (stdout) ends audit, ``report:`` the report."""
     start = time.monotonic()
+    # unbuffered: the phase marks are the job's output lines, read as they are written
     proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     rss = PeakRss(proc.pid)
     err: list[str] = []
 

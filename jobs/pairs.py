@@ -129,9 +129,12 @@ class SourceResolver:
         if key not in self._dns:
             try:
                 infos = self._getaddrinfo(key, None, 0, socket.SOCK_STREAM)
-                self._dns[key] = frozenset(i[4][0].split("%", 1)[0] for i in infos)
+                answer = frozenset(i[4][0].split("%", 1)[0] for i in infos)
             except (socket.gaierror, UnicodeError, OSError):
-                self._dns[key] = frozenset()
+                answer = frozenset()
+            # the first answer wins: threads that asked at once (round-robin DNS) see one answer,
+            # the same one the address index was built from
+            return self._dns.setdefault(key, answer)
         return self._dns[key]
 
     def _server_ips(self, s: InventoryServer) -> set[tuple[str, int]]:
@@ -162,17 +165,19 @@ class SourceResolver:
         target = self.ips(host)
         if not target:
             return set()
-        by_ip, loopback_by_port = self._address_index()
         if all(_is_loopback(ip) for ip in target):
             # The replica's loopback: its own machine. Compare with the replica's host addresses.
             if replica is None:
                 return set()
+            by_ip, loopback_by_port = self._address_index()
             own = self.ips(replica.host)
             if own and all(_is_loopback(ip) for ip in own):
                 # the replica itself is configured by a loopback address (one-machine fleet):
                 # its neighbours are the servers configured by a loopback address too.
                 return set(loopback_by_port.get(port, ()))
             target = own
+        else:
+            by_ip, _ = self._address_index()
         return {name for ip in target for name in by_ip.get((ip, port), ())}
 
     def resolve(self, replica: str, source_host: str | None, source_port: int | None,

@@ -174,10 +174,15 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
         assert not [f for f in doomed if f.endswith(".jsonl")], doomed
 
     # auditing run2 again leaves one set of rows for it (idempotent), with the same findings
+    def run1_rows():
+        return sorted(read_arrow(str(wh), "findings", "run1").to_pylist(), key=lambda r: r["finding_key"])
+
+    run1_before = run1_rows()
     again = audit_run(spark, cfg, run_id="run2")
     assert again.previous_run_id == "run1"
     keys = [r["finding_key"] for r in read_arrow(str(wh), "findings", "run2").to_pylist()]
     assert len(keys) == len(set(keys)) == len(again.findings())
+    assert run1_rows() == run1_before  # the other run's rows are untouched
     assert sorted((r["finding_key"], r["status"]) for r in again.findings()) == \
         sorted((r["finding_key"], r["status"]) for r in findings)
 

@@ -41,12 +41,12 @@ def audited(spark, tmp_path_factory):
     work = tmp_path_factory.mktemp("sim")
     fleet.save(work / "fleet.json")
     config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(work / "warehouse"),
-                                      password_file=work / "password", connect_timeout_s=3, read_timeout_s=5,
-                                      spark={"master": "local[2]"})
+                                      password_file=work / "password", connect_timeout_s=3, read_timeout_s=5)
     with Simulator(work / "fleet.json", lifetime_s=500, latency="1-3"):
         # the night `gtid-audit run` runs, in the test session's Spark (a JVM of its own would
         # add half a minute): collect on the executors, audit, every table through delta-spark
-        run_night(load_config(config), fail_on="never", spark=spark)
+        night = run_night(load_config(config), fail_on="never", spark=spark)
+        assert night.exit_code == 0  # 1 would be a failed alert delivery
         findings = read_findings(work / "warehouse")
     return fleet, findings
 
