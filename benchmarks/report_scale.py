@@ -169,6 +169,21 @@ def run_rows(n_servers: int, run_no: int, seed: int = 7) -> dict[str, list[dict]
             "findings": findings, "run_summary": summary}
 
 
+def write_report_tables(spark, warehouse: str, rows: dict[str, list[dict]]) -> None:
+    """The report's input tables of one synthetic run, made as the audit makes them
+    (``jobs.audit.write_report_inputs``, on the executors) from the tables just written."""
+    from jobs.audit import snapshot_frame, source_frame, write_report_inputs
+    from jobs.delta_io import read_frame
+    from schemas import get_table
+
+    run = rows["runs"][0]
+    servers, channels = (read_frame(spark, warehouse, t, run["run_id"]) for t in ("servers", "channels"))
+    snaps = snapshot_frame(servers, read_frame(spark, warehouse, "binary_logs", run["run_id"]))
+    relay = spark.createDataFrame([], schema=get_table("relay_log_tail").to_spark())
+    write_report_inputs(spark, warehouse, run_id=run["run_id"], run_date=run["run_date"], servers_df=servers,
+                        channels_df=channels, sources_df=source_frame(snaps, channels, relay))
+
+
 def main(argv: list[str] | None = None) -> int:
     from jobs.config import SparkSettings
     from jobs.delta_io import write_run_rows
@@ -190,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             run_id = rows["runs"][0]["run_id"]
             for table, table_rows in rows.items():
                 write_run_rows(spark, table, table_rows, warehouse=str(warehouse), run_id=run_id)
+            write_report_tables(spark, str(warehouse), rows)
         print(f"wrote {args.runs} runs of {args.servers:,} servers in {time.perf_counter() - started:.1f} s "
               f"({len(rows['findings']):,} open findings in the newest run)")
         timings = []

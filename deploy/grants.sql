@@ -11,7 +11,10 @@
 --   performance_schema.*, which would expose statement history with query text).
 --   @@GLOBAL.gtid_executed, gtid_purged and server_uuid need no privilege.
 -- The account can neither write nor read application tables.
--- Consider REQUIRE SSL and a host pattern narrower than '%' for the collector's network.
+-- REPLICATION SLAVE means the account can read every binary log in full (every row change),
+-- so harden it: a host pattern narrower than '%' for the collector's network, and
+--   ALTER USER 'audit'@'%' REQUIRE X509    (the job then sets tls.cert_file and tls.key_file)
+-- or at least REQUIRE SSL. docs/deployment.md, "Security", says why each grant is needed.
 
 SET SESSION sql_log_bin = 0;
 

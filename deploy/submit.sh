@@ -26,15 +26,15 @@
 #                     the zip's imports (docs/deployment.md "Executors")
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-[ $# -ge 1 ] || { sed -n '2,29p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,29p' "$0"; exit 1; }
 config="$1"; shift
 : "${SPARK_SUBMIT:=spark-submit}"
 : "${SPARK_MASTER:=yarn}"
 : "${DEPLOY_MODE:=client}"
 : "${PYTHON:=python3}"
 : "${PYFILES_ZIP:=$here/../dist/gtid_audit-pyfiles.zip}"
-[ -f "$PYFILES_ZIP" ] || { echo "submit.sh: $PYFILES_ZIP not found: run 'make dist' first" >&2; exit 2; }
-[ -f "$config" ] || { echo "submit.sh: config file '$config' not found" >&2; exit 2; }
+[ -f "$PYFILES_ZIP" ] || { echo "submit.sh: $PYFILES_ZIP not found: run 'make dist' first" >&2; exit 1; }
+[ -f "$config" ] || { echo "submit.sh: config file '$config' not found" >&2; exit 1; }
 
 if [ -n "${DELTA_PACKAGES:-}" ]; then
   delta=(--packages "$DELTA_PACKAGES")

@@ -11,8 +11,10 @@ package's own business.
   reconnects with AUTO_POSITION, version by version.
 - ``parse_relay_log``: the transaction boundary parser over ``SHOW RELAYLOG EVENTS`` rows.
 - ``run_server_checks`` / ``run_pair_checks``: the checks, returning ``Finding`` records;
-  ``REGISTRY`` describes every check id (pure, job-level and failover checks).
+  ``REGISTRY`` describes every check id (pure, job-level, failover and identity checks).
 - ``model_failover``: what promoting each replica of a source would do to its siblings.
+- ``check_duplicate_server_uuid`` / ``check_duplicate_server_id``: servers sharing an identity,
+  anywhere in the inventory (one identity group at a time).
 """
 from gtid_core.checks import (
     CHECKS,
@@ -27,13 +29,19 @@ from gtid_core.failover import (
     FAILOVER_CHECKS,
     FailoverModel,
     FailoverReplica,
-    check_duplicate_server_identity,
     failover_findings,
     failover_rows,
     model_failover,
     split_errant,
 )
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
+from gtid_core.identity import (
+    IDENTITY_CHECKS,
+    IdentityServer,
+    check_duplicate_identities,
+    check_duplicate_server_id,
+    check_duplicate_server_uuid,
+)
 from gtid_core.gtid_set import MAX_GNO, GtidSet
 from gtid_core.reconnect import (
     ER_MASTER_HAS_PURGED_REQUIRED_GTIDS,
@@ -73,6 +81,8 @@ __all__ = [
     "GtidCoreError",
     "GtidParseError",
     "GtidSet",
+    "IDENTITY_CHECKS",
+    "IdentityServer",
     "MAX_GNO",
     "MySQLVersion",
     "ParserState",
@@ -85,7 +95,9 @@ __all__ = [
     "SnapshotError",
     "VersionParseError",
     "announced_gtid_set",
-    "check_duplicate_server_identity",
+    "check_duplicate_identities",
+    "check_duplicate_server_id",
+    "check_duplicate_server_uuid",
     "empty_transaction_sql",
     "events_from_rows",
     "failover_findings",

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from gtid_core.errors import SnapshotError
+from gtid_core.errors import GtidParseError, SnapshotError
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import (
@@ -44,7 +44,15 @@ from gtid_core.reconnect import (
     ReconnectOutcome,
     reconnect_outcome,
 )
-from gtid_core.relay_log import ParserState, RelayLogEvent, gtid_of_event, parse_relay_log
+from gtid_core.relay_log import (
+    ParserState,
+    RelayLogEvent,
+    gtid_of_event,
+    is_gtid_event,
+    is_gtid_type,
+    parse_relay_log,
+    window_start,
+)
 from gtid_core.snapshots import ChannelSnapshot, Gtid, ServerSnapshot
 
 __all__ = [
@@ -99,8 +107,9 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "Find out why the replica has those transactions (source binary log lost after a crash with "
           "sync_binlog != 1, writes on the replica). Replicate what the source lost back to it, or commit "
           "empty transactions with those GTIDs on the source (SQL in the finding).",
-          version=3),  # v2: every tag of the source's uuid counts (9.7 verified); v3: per-release-line rule
-                       # from the server source (no check before 5.6.23 / 5.7.6), read order
+          version=4),  # v2: every tag of the source's uuid counts (9.7 verified); v3: per-release-line rule
+                       # from the server source (no check before 5.6.23 / 5.7.6), read order; v4: an 8.3+
+                       # replica sends no tagged GTID to a source older than 8.3 (reconnect.announced_gtid_set)
     _info("source_purged_required_gtids", Severity.CRITICAL, "pair",
           "Source would refuse this replica: it purged transactions the replica lacks",
           "The source's gtid_purged (transactions no longer in its binary logs) is not a subset of the "
@@ -144,17 +153,20 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           version=2),  # v2: unconfirmed (warning) when the replica was not read before its source
     _info("incomplete_relay_log_tail", Severity.WARNING, "pair",
           "Relay log ends inside a transaction",
-          "The transaction boundary parser over the last transaction of the newest relay log (read "
-          "completely to its end) ends in GTID, DDL or DML while the receiver is stopped: it stopped in "
-          "the middle of a transaction. Before 5.6.15 the dangling GTID is already in "
-          "Retrieved_Gtid_Set and is never fetched again (silent loss); 5.6.15-5.7.5 re-fetch it through "
-          "a workaround that Bug #72392 breaks; from 5.7.6 the GTID is not retrieved until complete. "
-          "A running receiver, or a tail not known to reach the end of the newest relay log, gives nothing.",
+          "The transaction boundary parser over the end of the newest relay log (read to its end) ends "
+          "in GTID, DDL or DML while the receiver is stopped: it stopped in the middle of a transaction, "
+          "however large (a tail that lost the transaction's Gtid event is parsed from inside it). The "
+          "dangling GTID comes from its Gtid event, else QUEUEING_TRANSACTION (8.0.2+), the applier's "
+          "position (5.7.6+) or Retrieved_Gtid_Set minus gtid_executed (before 5.7.6); otherwise it is "
+          "reported as unknown. Before 5.6.15 the dangling GTID is already in Retrieved_Gtid_Set and is "
+          "never fetched again (silent loss); 5.6.15-5.7.5 re-fetch it through a workaround that Bug "
+          "#72392 breaks; from 5.7.6 the GTID is not retrieved until complete. A running receiver, or a "
+          "tail not known to reach the end of the newest relay log, gives nothing.",
           None,
           "Before 5.7.6: make sure the dangling GTID is fetched again (remove it from the relay logs by "
           "RESET REPLICA after the applier caught up, then START REPLICA). From 5.7.6: restart the "
           "receiver (START REPLICA IO_THREAD); the partial group is fetched again.",
-          version=2),  # v2: needs the newest relay log's complete tail and a stopped receiver
+          version=3),  # v3: a tail without the dangling transaction's Gtid event is parsed, its GTID found elsewhere
     _info("replica_gtid_history_lost", Severity.WARNING, "pair",
           "Replica's gtid_executed lost transactions it received and applied",
           "Retrieved_Gtid_Set is not contained in gtid_executed although the applier has applied "
@@ -255,7 +267,8 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
     _info("collection_failed", Severity.CRITICAL, "job", "Server could not be collected",
           "Nothing could be read from this server in this run, so none of its checks ran: the "
           "audit is blind there. The finding carries the error class of collection_errors "
-          "(unreachable, timeout, auth_failed, config_error, unexpected, ...). Findings "
+          "(unreachable, timeout, auth_failed, tls_verify_failed, tls_identity_mismatch, "
+          "tls_required_by_server, tls_unavailable, config_error, unexpected, ...). Findings "
           "about it from the previous run are carried over as open, never resolved.",
           None,
           "Look at collection_errors for the run (message, errno); fix reachability, grants "
@@ -367,6 +380,53 @@ def _iso(at: _dt.datetime | None) -> str | None:
     return at.isoformat() if at is not None else None
 
 
+def replica_read_at(replica: ServerSnapshot, channel: ChannelSnapshot) -> _dt.datetime | None:
+    """When the replica's sets were last read: the later of its GTID-variable read and its
+    channel-status read (Retrieved_Gtid_Set, Executed_Gtid_Set); None if the variable read's
+    instant is unknown."""
+    a, b = replica.read_at, channel.read_at
+    if a is None:
+        return None
+    if b is None:
+        return a
+    try:
+        return max(a, b)
+    except TypeError:  # one naive, one aware: no order can be told
+        return None
+
+
+def source_read_started_at(source: ServerSnapshot) -> _dt.datetime | None:
+    """When the source's read began: ``read_started_at``, else its ``read_at`` (end instant)."""
+    return source.read_started_at or source.read_at
+
+
+def read_order(replica: ServerSnapshot, channel: ChannelSnapshot,
+               source: ServerSnapshot | None) -> tuple[bool | None, str]:
+    """(held, why): held True when the replica's last read returned strictly before the source's
+    read began, False when it did not, None when an instant is unknown or the two cannot be
+    compared. Without the source's ``read_started_at`` its end instant stands in (a window as
+    long as its one SELECT; the evidence says so).
+
+    One function for the pair checks and the failover model, so that both trust a GTID the
+    replica has and the source lacks under the same condition: the source's gtid_executed only
+    grows, so it lacked that GTID when the replica was read only if the replica was read first.
+    """
+    rep = replica_read_at(replica, channel)
+    src = source_read_started_at(source) if source is not None else None
+    if rep is None or src is None:
+        which = " and ".join(n for n, at in (("replica", rep), ("source", src)) if at is None)
+        return None, f"the read instant of the {which} is unknown"
+    try:
+        before = rep < src
+    except TypeError:
+        return None, "the two read instants cannot be compared (one has a time zone, one has not)"
+    if before:
+        return True, f"the replica was read at {rep.isoformat()}, before its source ({src.isoformat()})"
+    return False, (f"the replica was read at {rep.isoformat()}, not before its source ({src.isoformat()}): "
+                   "the source may have executed, before the replica's read, transactions its own earlier "
+                   "read does not show")
+
+
 def replica_executed(replica: ServerSnapshot, channel: ChannelSnapshot) -> GtidSet | None:
     """A replica's gtid_executed from its two reads, the variable and the channel's
     Executed_Gtid_Set: their union (it only grows between them); None when neither was read."""
@@ -413,46 +473,18 @@ class _Pair:
 
     @property
     def replica_read_at(self) -> _dt.datetime | None:
-        """When the replica's sets were last read: the later of its GTID-variable read and its
-        channel-status read (Retrieved_Gtid_Set, Executed_Gtid_Set); None if the variable read's
-        instant is unknown."""
-        a, b = self.replica.read_at, self.channel.read_at
-        if a is None:
-            return None
-        if b is None:
-            return a
-        try:
-            return max(a, b)
-        except TypeError:  # one naive, one aware: no order can be told
-            return None
+        """When the replica's sets were last read (:func:`replica_read_at`)."""
+        return replica_read_at(self.replica, self.channel)
 
     @property
     def source_read_started_at(self) -> _dt.datetime | None:
         """When the source's read began: ``read_started_at``, else its ``read_at`` (end instant)."""
-        if self.source is None:
-            return None
-        return self.source.read_started_at or self.source.read_at
+        return None if self.source is None else source_read_started_at(self.source)
 
     @property
     def read_order(self) -> tuple[bool | None, str]:
-        """(held, why): held True when the replica's last read returned strictly before the source's
-        read began, False when it did not, None when an instant is unknown or the two cannot be
-        compared. Without the source's ``read_started_at`` its end instant stands in (a window as
-        long as its one SELECT; the evidence says so)."""
-        rep = self.replica_read_at
-        src = self.source_read_started_at
-        if rep is None or src is None:
-            which = " and ".join(n for n, at in (("replica", rep), ("source", src)) if at is None)
-            return None, f"the read instant of the {which} is unknown"
-        try:
-            before = rep < src
-        except TypeError:
-            return None, "the two read instants cannot be compared (one has a time zone, one has not)"
-        if before:
-            return True, f"the replica was read at {rep.isoformat()}, before its source ({src.isoformat()})"
-        return False, (f"the replica was read at {rep.isoformat()}, not before its source ({src.isoformat()}): "
-                       "the source may have executed, before the replica's read, transactions its own earlier "
-                       "read does not show")
+        """(held, why): :func:`read_order` of this pair."""
+        return read_order(self.replica, self.channel, self.source)
 
     def order_label(self) -> str:
         held, _ = self.read_order
@@ -848,29 +880,105 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
         detail, gtid_set=errant, evidence=ev, remediation=remediation)]
 
 
-def _synchronised(tail: Sequence[RelayLogEvent]) -> list[RelayLogEvent]:
-    """The tail from a point where the parser state is known: from the start when the first row is
-    a file's first event (Pos 4), else from the first Gtid-type event."""
-    if not tail or tail[0].pos <= 4:
-        return list(tail)
-    for i, event in enumerate(tail):
-        if event.event_type.strip().lower() in ("gtid", "gtid_tagged_log_event", "anonymous_gtid"):
-            return list(tail[i:])
-    return []
+@dataclass(frozen=True)
+class _Dangling:
+    """Where the GTID of a dangling transaction whose Gtid event is not in the relay tail comes
+    from: ``gtid`` and ``source``, or ``candidates`` (one of them), or nothing (unknown);
+    ``applied`` when the transaction is known to be in gtid_executed (nothing can be lost)."""
+
+    gtid: Gtid | None = None
+    source: str | None = None
+    candidates: GtidSet | None = None
+    applied: bool = False
+
+
+def _dangling_gtid_elsewhere(pair: _Pair) -> _Dangling:
+    """The GTID of the transaction the newest relay log ends inside when its Gtid event is not
+    among the rows read (the collector kept a window smaller than the transaction). In order:
+
+    1. QUEUEING_TRANSACTION (performance_schema.replication_connection_status, 8.0.2+). The
+       receiver records it right after writing a Gtid-type event to the relay log
+       (``queue_event``: ``mi->started_queueing(gtid, ...)``, sql/rpl_replica.cc) and clears it
+       only when the group's last event is written (``finished_queueing()`` in
+       ``MYSQL_BIN_LOG::after_write_to_relay_log``, sql/binlog.cc, which also adds the GTID to
+       Retrieved_Gtid_Set) or when an AUTO_POSITION receiver (re)connects
+       (``mi->clear_queueing_trx()`` after ``connected:`` in ``handle_slave_io``); stopping the
+       receiver leaves it (observed on 9.7.4: it still names the transaction after STOP REPLICA
+       IO_THREAD). So with the receiver stopped and the relay log ending inside a group, the last
+       Gtid event the receiver wrote -- the one that opened that group -- is QUEUEING_TRANSACTION.
+       A server restart empties it.
+    2. The applier's position, 5.7.6+ (``applier_event_gtid``: the Gtid event at
+       Relay_Log_File:Relay_Log_Pos, a group start, read by the collector when the newest relay
+       log is the applier's). Its GTID g is the dangling one when g is in neither
+       gtid_executed nor Retrieved_Gtid_Set and AUTO_POSITION is on: from 5.7.6 every complete
+       group the receiver wrote is in Retrieved_Gtid_Set (added by ``after_write_to_relay_log``
+       as above; at startup ``init_gtid_sets`` re-reads the relay logs through the same
+       boundary parser), so g's group is incomplete; an incomplete group is followed by others
+       only when the receiver resumed without re-fetching it, and an AUTO_POSITION receiver
+       announces neither set, so the source sends g again (complete, hence in
+       Retrieved_Gtid_Set: contradiction). On a multi-threaded applier Relay_Log_Pos is the
+       checkpoint, whose group may already be applied: then g is in gtid_executed and nothing
+       is concluded.
+    3. Before 5.7.6: Retrieved_Gtid_Set minus gtid_executed. The receiver added the dangling
+       GTID to Retrieved_Gtid_Set when its Gtid event arrived (seed 002), so it is in that
+       difference unless it is in gtid_executed (then nothing can be lost): an empty difference
+       means applied, one GTID is the dangling one, several leave it one of them.
+
+    Anything else: unknown, and the finding says so.
+    """
+    ch, version = pair.channel, pair.replica.version
+    executed, retrieved = pair.executed, pair.retrieved
+    try:
+        queueing = ch.queueing_gtid
+    except GtidParseError:
+        queueing = None
+    if queueing is not None:
+        return _Dangling(queueing, "QUEUEING_TRANSACTION")
+    if (version is not None and version.has_boundary_parser and ch.applier_event_type is not None
+            and is_gtid_type(ch.applier_event_type)
+            and ch.relay_log_file == ch.relay_tail_file and ch.auto_position is True
+            and executed is not None and retrieved is not None):
+        try:
+            gtid = ch.applier_gtid
+        except GtidParseError:
+            gtid = None
+        if gtid is not None and gtid not in executed and gtid not in retrieved:
+            return _Dangling(gtid, f"the applier's position ({ch.relay_log_file}:{ch.relay_log_pos})")
+    if version is not None and not version.has_boundary_parser and retrieved is not None and executed is not None:
+        pending = retrieved - executed
+        if not pending:
+            return _Dangling(applied=True)
+        if pending.count() == 1:
+            (uuid, tag, gno, _), = list(pending)
+            return _Dangling(Gtid(uuid, tag, gno), "Retrieved_Gtid_Set minus gtid_executed")
+        return _Dangling(candidates=pending)
+    return _Dangling()
 
 
 def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
     """incomplete_relay_log_tail: the newest relay log ends inside a transaction while the
     receiver is stopped.
 
-    What it needs: the LAST transaction of the NEWEST relay log of the channel -- the rows of
-    ``SHOW RELAYLOG EVENTS IN <newest file>`` up to that file's end, starting anywhere before the
-    last Gtid event (rows that start mid-file are read from their first Gtid event on). The channel
-    snapshot must say which file the rows cover (``relay_tail_file``; every row must be from it)
-    and that the collector's cap did not cut them (``relay_tail_truncated`` is False). Anything
-    else is "unknown" and gives nothing: a capped tail that ends inside a transaction only shows
-    where the cap fell, and a tail read from the applier's position in an older file says nothing
-    about the newest one.
+    What it needs: the END of the NEWEST relay log of the channel -- rows of ``SHOW RELAYLOG
+    EVENTS IN <newest file>`` up to that file's end, starting anywhere. The channel snapshot
+    must say which file the rows cover (``relay_tail_file``; every row must be from it) and that
+    they reach its end (``relay_tail_truncated`` is False). Anything else is "unknown" and
+    gives nothing: a capped tail that ends inside a transaction only shows where the cap fell,
+    and a tail read from the applier's position in an older file says nothing about the newest
+    one.
+
+    Where the parser starts (:func:`gtid_core.relay_log.window_start`): at the first event that
+    opens a group (Gtid-type, BEGIN) in state NONE; when the rows hold none, they lie inside a
+    group that began before them -- a transaction larger than the rows the collector keeps
+    (``relay_tail_first_event`` events were dropped before them), whose Gtid event was dropped
+    with its head. That group is DML (state DML) unless the rows could all belong to a DDL
+    group, which the rows cannot tell (unknown: nothing). So the size of the transaction does
+    not matter: the end state is decided from the rows that end the file.
+
+    The dangling GTID: from its Gtid event when it is among the rows; else from
+    QUEUEING_TRANSACTION (8.0.2+), the applier's position (5.7.6+) or Retrieved_Gtid_Set minus
+    gtid_executed (before 5.7.6), under the conditions :func:`_dangling_gtid_elsewhere` proves
+    sound; else the finding still fires and says the GTID is unknown.
 
     What it cannot see: which relay log is the newest (the collector finds it; SHOW REPLICA STATUS
     names only the applier's file), events the receiver writes after the read, and a dangling
@@ -901,9 +1009,11 @@ def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
         return []  # not known to reach the end of the newest relay log
     if any(event.log_name != ch.relay_tail_file for event in relay_tail):
         return []  # rows from another file: not the newest relay log's last transaction
-    events = _synchronised(relay_tail)
+    first, entry = window_start(relay_tail)
+    if entry is None:
+        return []  # where the parser stands before the rows cannot be told: unknown
     try:
-        result = parse_relay_log(events)
+        result = parse_relay_log(relay_tail[first:], initial_state=entry)
     except SnapshotError as exc:
         return [pair.finding("incomplete_relay_log_tail", f"Relay log tail of {pair.replica_name} is unreadable",
                              f"The relay log tail of replica {pair.replica_name} (channel {ch.label}) "
@@ -918,8 +1028,14 @@ def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
                              "transaction is unknown.", severity=Severity.INFO, evidence={"last_event": where})]
     if not result.ends_inside_transaction:
         return []
+    opened = result.dangling_start
+    found = _Dangling(result.dangling_gtid, "its Gtid event in the relay log")
+    if opened is None or not is_gtid_event(opened):  # the group's Gtid event is not among the rows
+        found = _dangling_gtid_elsewhere(pair)
+        if found.applied:
+            return []  # before 5.7.6 the dangling GTID is in Retrieved_Gtid_Set, all of which is applied
     version = pair.replica.version
-    gtid = result.dangling_gtid
+    gtid = found.gtid
     retrieved = pair.retrieved
     executed = pair.executed
     if gtid is not None and executed is not None and gtid in executed:
@@ -945,18 +1061,37 @@ def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
         why = ("The receiver is stopped in the middle of the transaction; the boundary parser kept the GTID out "
                "of Retrieved_Gtid_Set, so it is fetched again when the receiver restarts, but the applier "
                "waits until then, and the source must still have it.")
-    start = result.dangling_start
-    where = f"{start.log_name}:{start.pos}" if start is not None else "?"
+    dropped = ch.relay_tail_first_event
+    where = f"{opened.log_name}:{opened.pos}" if opened is not None else None
+    if opened is not None:
+        starts = f"that starts at {where}"
+    elif ch.relay_tail_head_dropped is False:
+        starts = "that began before the file's first event (the relay log was rotated inside it)"
+    else:
+        starts = (f"that began before the {len(relay_tail)} events read (the collector dropped "
+                  f"{dropped if dropped is not None else 'the'} events before them, the transaction's Gtid event "
+                  "among them)")
+    if gtid is not None:
+        named = f" with GTID {gtid} (from {found.source})"
+    elif opened is not None and is_gtid_event(opened):
+        named = " without a GTID (anonymous)"
+    elif found.candidates:
+        named = (f" whose GTID is unknown: one of the {found.candidates.count()} retrieved but unapplied GTIDs "
+                 f"{_short(found.candidates, 120)}")
+    else:
+        named = (" whose GTID is unknown (no Gtid event among the rows, and neither QUEUEING_TRANSACTION nor the "
+                 "applier's position names it)")
     detail = (
         f"The newest relay log ({ch.relay_tail_file}) of replica {pair.replica_name} (channel {ch.label}) ends "
-        f"inside a transaction (parser state {result.state}) that starts at {where}"
-        + (f" with GTID {gtid}" if gtid else " without a GTID")
-        + f", and the receiver is stopped. {why}"
+        f"inside a transaction (parser state {result.state}) {starts}{named}, and the receiver is stopped. {why}"
     )
     ev = pair.base_evidence()
     ev.update(parser_state=str(result.state), dangling_gtid=str(gtid) if gtid else None,
+              dangling_gtid_from=found.source if gtid else None,
+              dangling_gtid_candidates=_text(found.candidates) if found.candidates else None,
               dangling_start=where, receiver_running=False, relay_tail_file=ch.relay_tail_file,
-              relay_tail_truncated=False,
+              relay_tail_truncated=False, relay_tail_rows=len(relay_tail), relay_tail_events_dropped=dropped,
+              queueing_transaction=ch.queueing_transaction or None,
               last_event=f"{result.last_event.log_name}:{result.last_event.pos} {result.last_event.event_type}"
               if result.last_event else None)
     return [pair.finding("incomplete_relay_log_tail",

@@ -1,75 +1,94 @@
 """Failover readiness: what promoting each replica of a source would do to the others.
 
 The audit already recomputes the checks a source makes when a replica reconnects. A failover is
-nothing but a series of such reconnects: replica R of source S is promoted, and every sibling T
-(S's other replicas, and S itself should it come back as a replica) is repointed to R with
-``SOURCE_AUTO_POSITION=1``. This module applies :func:`~gtid_core.reconnect.simulate_auto_position_reconnect`
-to those reconnects, with R playing the source, and says for each sibling what it would receive,
-lose, or be refused, and for each candidate a verdict:
+nothing but a series of such reconnects, done the way a DBA does it: replica R of source S is
+promoted (``STOP REPLICA IO_THREAD``, its applier finishes the relay log, ``RESET REPLICA ALL``
+for S's channel), and every sibling T (S's other replicas, and S itself should it come back as a
+replica) is repointed to R with ``STOP REPLICA``, ``CHANGE REPLICATION SOURCE TO ...
+SOURCE_AUTO_POSITION=1`` and ``START REPLICA``. This module applies
+:func:`~gtid_core.reconnect.simulate_auto_position_reconnect` to those reconnects, with R playing
+the source, and says for each sibling what it would receive, lose, or be refused, and for each
+candidate a verdict (the gravest kind of cost, best first):
 
-===========================  =======================================================================
-``safe``                     every sibling streams from R and loses nothing; R has no errant GTIDs
-``safe_after_catch_up``      the same, once R has applied its relay log (it retrieved transactions it
-                             has not executed yet) and its running receiver has fetched what S still
-                             has and a sibling already got (lag at read time)
-``undetermined``             an input the model needs was not read (None); never a positive
-``loses_transactions``       a sibling has transactions of S that R will never have: R's receiver is
-                             stopped or failing, or S purged them; promoted, R makes them disappear
-                             from the topology (the sibling keeps them, silently divergent)
-``propagates_errant``        R has transactions S never executed; they flow to every sibling
-``refuses_siblings``         some sibling's reconnect is refused: ER_MASTER_HAS_PURGED_REQUIRED_GTIDS
-                             (R purged what it lacks -- lost errant GTIDs, or log_replica_updates=OFF),
-                             ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER, or equal server_uuid / server_id
-``cannot_serve``             R cannot be a source at all: log_bin OFF or gtid_mode not ON
-===========================  =======================================================================
+==========================  =======================================================================
+``safe``                    every sibling streams from R and loses nothing; R has no errant GTIDs
+``safe_after_catch_up``     the same, once R has applied its relay log and its running receiver has
+                            fetched what S still has and a sibling already got (lag at read time)
+``undetermined``            an input the model needs was not read (None); never a positive
+``spreads_other_channels``  R replicates from other sources too: their GTIDs flow into every sibling
+``propagates_errant``       R has transactions S never executed; they flow to every sibling
+``refuses_siblings``        some sibling's reconnect is refused: ER_MASTER_HAS_PURGED_REQUIRED_GTIDS
+                            (R purged what it lacks -- lost errant GTIDs, or log_replica_updates=OFF),
+                            ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER, or equal server_uuid / server_id
+``loses_transactions``      a sibling has transactions of S that R will never have: R's receiver is
+                            stopped or failing, its applier failed on an error, or S purged them
+``cannot_serve``            R cannot be a source at all: log_bin OFF or gtid_mode not ON
+==========================  =======================================================================
 
-The verdicts are ordered from best to worst; a candidate's verdict is the worst that applies and
-its ``reasons`` list every one. Candidates are ranked by verdict, then by how many transactions
-would be lost, propagated or are still in flight.
+Candidates are *ranked* by what the promotion costs (:class:`PromotionCost`): safe first, then
+safe after catch-up, undetermined, and the unsafe ones by able to serve, fewer lost transactions,
+fewer refused siblings, fewer spread GTIDs -- a lost transaction weighs more than a spread one, and
+more more than fewer.
 
 **The sets, for candidate R and sibling T** (all from one audit run; ``∪`` is the union)::
 
     R_now      = R.gtid_executed                      what R has applied
-    R_after    = R_now ∪ R.Retrieved_Gtid_Set         what R has once its applier caught up
-    T_set      = T.gtid_executed ∪ T.Retrieved_Gtid_Set   (announced_gtid_set; for S: its gtid_executed)
+    R_after    = R_now ∪ R.Retrieved_Gtid_Set         what R has once promoted; R_now alone when R's
+                                                      applier stopped on an error (Last_SQL_Errno)
+    T_holds    = T.gtid_executed ∪ T.Retrieved_Gtid_Set   everything T has (for S: its gtid_executed)
+    T_set      = T.gtid_executed                      what T announces: the repoint purged its relay log
     catch_up   = (T_set − R_now) ∩ R_after            safe once R applied its relay log
-    missing    = (T_set ∩ S.gtid_executed) − R_after − T's other channels
-      lost     = the part R can never fetch: in S.gtid_purged, or R's receiver stopped / failing
+    missing    = (T_holds ∩ S.gtid_executed) − R_after − R's other channels
+      never    = the part R can never fetch: in S.gtid_purged, or R's receiver stopped / failing,
+                 or R's applier failed
+        lost      = never ∩ T_set: T keeps them, R never has them (silently divergent)
+        discarded = never − T_set: only in T's relay log, thrown away by the repoint (gone)
       in_flight= the rest, while R's receiver runs (lag at read time: it is still coming)
-    sibling_errant = T_set − S.gtid_executed           T's own errant GTIDs: not counted against R
+    sibling_errant = T_holds − S.gtid_executed         T's own errant GTIDs: not counted against R
     errant     = R_after − S.gtid_executed − R's other channels − anonymous GTIDs R assigns
       to T     = errant − T_set, split by :func:`split_errant` into salvageable (still in R's binary
                  logs) and lost (in R.gtid_purged only: T is refused, R must never be promoted)
+    other_channels = (R's other channels' GTIDs ∩ R_after) − T_set − S.gtid_executed: they flow to T
     reconnect  = simulate_auto_position_reconnect(R promoted, T_set), R promoted = R with
                  gtid_executed = R_after and, when log_replica_updates is OFF, gtid_purged grown by
                  what its applier will still apply without logging it
+
+A refusal of T over GTIDs S itself purged, when S already refuses T as read, restates T's own
+``source_purged_required_gtids`` and is not counted against R (``already_refused``).
 
 **Server code mirrored.** The reconnect is the one of ``sql/rpl_binlog_sender.cc``
 (``Binlog_sender::check_start_file``: the replica's GTIDs of the source's own server_uuid, the
 whole set on 5.6, must be in the source's gtid_executed; the source's gtid_purged must be a
 subset of the replica's set from 5.6.22) and ``sql/binlog.cc``
 (``MYSQL_BIN_LOG::find_first_log_not_in_gtid_set``: scan Previous_gtids newest to oldest), through
-``gtid_core.reconnect``. The equal-identity refusal is the replica's receiver
+``gtid_core.reconnect``. The repoint's relay-log purge is ``change_master()`` in
+``sql/rpl_replica.cc`` (``need_relay_log_purge`` when the receiver's source changes and no
+``RELAY_LOG_FILE``/``RELAY_LOG_POS`` is given; the receiver then rebuilds Retrieved_Gtid_Set from
+the empty relay log). The equal-identity refusal is the replica's receiver
 (``sql/rpl_replica.cc``: "source and replica have equal MySQL server UUIDs" / "server ids",
 Last_IO_Errno 13117 on 9.7). A replica with ``log_replica_updates=OFF`` keeps replicated GTIDs in
 ``mysql.gtid_executed`` and adds them to ``gtid_purged`` (WL#6559), so its binary log cannot serve
 them: observed on 9.7.4, a sibling lacking them is refused with 13114 "purged required binary
-logs" (jobs/sandbox/failover_scenarios.py proves every verdict the sandbox can produce by really
-promoting the candidate).
+logs". Every prediction is compared with real promotions on 9.7 by
+``jobs/sandbox/failover_differential.py`` (docs/failover.md has the figures).
 
 **What it proves.** For the state read in this run: which reconnects the server would refuse,
-which transactions a sibling has that the candidate cannot obtain, which errant transactions the
-candidate would spread. The read order makes ``errant`` trustworthy (R is read before S, whose
-gtid_executed only grows). ``lost`` is trustworthy because it needs R's receiver known stopped or
-failing (R cannot have gained anything since it was read) or S having purged the transactions.
+which transactions a sibling has that the candidate cannot obtain, which GTIDs the candidate would
+spread. ``errant`` is trustworthy only when R was read before S (:func:`gtid_core.checks.read_order`,
+the same instants and rule as the pair checks): S's gtid_executed only grows. Otherwise the
+candidate is ``unconfirmed`` and no finding about it is critical. ``lost`` is trustworthy because
+it needs R's receiver known stopped or failing, R's applier failed (R cannot apply anything it
+lacks), or S having purged the transactions.
 
 **What it cannot see.** Lag at read time is not lag at failure time: a replica that is behind at
 02:00 may be current at 03:00 and vice versa, so ``in_flight`` is reported but never a finding, and
-a healthy busy fleet yields ``safe_after_catch_up``. Transactions in flight on S (``gtid_owned``)
-and what S commits after its read are invisible. Semi-synchronous acknowledgements, delayed
-replicas (SOURCE_DELAY: R_after is still right, but catching up takes the delay), network
-reachability, and whether T can even connect to R are not modelled. Replicating from a newer
-source to an older replica is unsupported by MySQL; the model notes it but does not refuse.
+a healthy busy fleet yields ``safe_after_catch_up``. The one structural exception is
+``log_replica_updates=OFF``: such a candidate refuses whichever sibling is behind it when S fails,
+so it is ``refuses_siblings`` whatever the lag when read. Transactions in flight on S
+(``gtid_owned``) and what S commits after its read are invisible. Semi-synchronous
+acknowledgements, network reachability, and whether T can even connect to R are not modelled.
+Replicating from a newer source to an older replica is unsupported by MySQL; the model notes it
+but does not refuse.
 """
 from __future__ import annotations
 
@@ -78,9 +97,9 @@ import datetime as _dt
 import enum
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from gtid_core.checks import CheckInfo, replica_executed, split_errant
+from gtid_core.checks import CheckInfo, read_order, replica_executed, split_errant
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import (
@@ -99,10 +118,10 @@ __all__ = [
     "FAILOVER_MODEL_VERSION",
     "FailoverModel",
     "FailoverReplica",
+    "PromotionCost",
     "SiblingOutcome",
     "SiblingResult",
     "Verdict",
-    "check_duplicate_server_identity",
     "failover_findings",
     "failover_rows",
     "model_failover",
@@ -110,7 +129,7 @@ __all__ = [
 ]
 
 #: Version of the model's logic, written to every failover_readiness row.
-FAILOVER_MODEL_VERSION = 1
+FAILOVER_MODEL_VERSION = 2
 
 #: The replica's receiver refuses a source with its own identity (Last_IO_Errno 13117 on 9.7:
 #: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server
@@ -124,14 +143,17 @@ _INT64_MAX = 2 ** 63 - 1
 
 
 class Verdict(str, enum.Enum):
-    """A candidate's verdict, best first (``rank`` orders them)."""
+    """A candidate's verdict: the gravest kind of cost its promotion has, best first (``rank``
+    orders them). Candidates are *ranked* by what the promotion costs (:func:`promotion_cost`),
+    not by this category alone."""
 
     SAFE = "safe"
     SAFE_AFTER_CATCH_UP = "safe_after_catch_up"
     UNDETERMINED = "undetermined"
-    LOSES_TRANSACTIONS = "loses_transactions"
+    SPREADS_OTHER_CHANNELS = "spreads_other_channels"
     PROPAGATES_ERRANT = "propagates_errant"
     REFUSES_SIBLINGS = "refuses_siblings"
+    LOSES_TRANSACTIONS = "loses_transactions"
     CANNOT_SERVE = "cannot_serve"
 
     def __str__(self) -> str:
@@ -139,13 +161,13 @@ class Verdict(str, enum.Enum):
 
     @property
     def rank(self) -> int:
-        """0 (safe) .. 6 (cannot_serve)."""
+        """0 (safe) .. 7 (cannot_serve)."""
         return list(Verdict).index(self)
 
     @property
     def unsafe(self) -> bool:
         """True for the verdicts that make a candidate unsafe to promote (known, not undetermined)."""
-        return self.rank >= Verdict.LOSES_TRANSACTIONS.rank
+        return self.rank >= Verdict.SPREADS_OTHER_CHANNELS.rank
 
 
 class SiblingResult(str, enum.Enum):
@@ -186,8 +208,9 @@ class FailoverReplica:
         return self.channel.retrieved_gtid_set
 
     @property
-    def after_catch_up(self) -> GtidSet | None:
-        """gtid_executed ∪ Retrieved_Gtid_Set; None when gtid_executed is unknown."""
+    def holds(self) -> GtidSet | None:
+        """gtid_executed ∪ Retrieved_Gtid_Set: every transaction it has, applied or in its relay
+        log; None when gtid_executed is unknown."""
         if self.executed is None:
             return None
         return self.executed | (self.retrieved or GtidSet.EMPTY)
@@ -202,17 +225,41 @@ class FailoverReplica:
         running = self.channel.receiver_running
         return None if running is None else not running
 
+    @property
+    def applier_failing(self) -> bool:
+        """True when the applier stopped on an error (Last_SQL_Errno set, not running): its relay
+        log cannot be applied until a person fixes the cause (``START REPLICA SQL_THREAD`` meets
+        the same error again). A stopped applier without an error is not failing: the promotion
+        starts it."""
+        return bool(self.channel.last_sql_errno) and self.channel.applier_running is not True
+
+    @property
+    def after_catch_up(self) -> GtidSet | None:
+        """What its gtid_executed is once promoted: gtid_executed ∪ Retrieved_Gtid_Set when its
+        applier can apply the relay log, only gtid_executed when the applier failed; None when
+        gtid_executed is unknown."""
+        if self.applier_failing:
+            return self.executed
+        return self.holds
+
 
 @dataclass(frozen=True)
 class SiblingOutcome:
-    """What sibling T gets when it reconnects to the promoted candidate R (sets None = unknown)."""
+    """What sibling T gets when it reconnects to the promoted candidate R (sets None = unknown).
+
+    T is repointed as a DBA does it: ``STOP REPLICA``, ``CHANGE REPLICATION SOURCE TO`` R, which
+    purges T's relay logs (``change_master()`` in ``sql/rpl_replica.cc`` calls
+    ``purge_relay_logs`` when the receiver's source changes and no relay position is given), and
+    ``START REPLICA``: T announces only its gtid_executed (``sibling_set``). What T had retrieved
+    and not applied is thrown away and must come from R again.
+    """
 
     sibling: str
     role: str                                   # "replica" (of S) or "source" (S itself)
     result: SiblingResult
-    sibling_set: GtidSet | None                 # what T announces
+    sibling_set: GtidSet | None                 # what T announces to R: its gtid_executed
     catch_up: GtidSet | None                    # T has, R retrieved but has not applied
-    lost: GtidSet | None                        # T has, R will never have
+    lost: GtidSet | None                        # T executed (keeps, divergent), R will never have
     in_flight: GtidSet | None                   # T has, R lacks, R's running receiver still fetches
     sibling_errant: GtidSet | None              # T's own GTIDs S never executed (not counted)
     errant: GtidSet | None                      # R's errant GTIDs T lacks: they flow to T
@@ -222,6 +269,28 @@ class SiblingOutcome:
     refused_missing: GtidSet | None = None      # what R purged that T lacks / T's offending GTIDs
     rule: str = ""
     notes: tuple[str, ...] = ()
+    discarded: GtidSet | None = None            # T's relay backlog the repoint throws away, R never has
+    other_channels: GtidSet | None = None       # R's other channels' GTIDs T lacks: they flow to T
+    already_refused: bool = False               # S itself refuses T already: T's own finding, not R's
+
+
+@dataclass(frozen=True)
+class PromotionCost:
+    """What promoting a candidate costs, in the order it is ranked by: a lost transaction weighs
+    more than a refused sibling, a refused sibling more than a spread GTID, more more than fewer."""
+
+    cannot_serve: bool
+    lost: int                   # transactions of S no server has after the promotion but a sibling's (or none)
+    refused: int                # siblings refused (not counting those S already refuses)
+    spread: int                 # GTIDs S never executed that flow to the siblings (errant, other channels)
+
+    def text(self) -> str:
+        if self.cannot_serve:
+            return "cannot serve replicas"
+        parts = [f"loses {self.lost} transaction(s)" if self.lost else "",
+                 f"refuses {self.refused} sibling(s)" if self.refused else "",
+                 f"spreads {self.spread} GTID(s)" if self.spread else ""]
+        return ", ".join(p for p in parts if p) or "costs nothing"
 
 
 @dataclass(frozen=True)
@@ -241,8 +310,14 @@ class CandidateAssessment:
     errant_lost: GtidSet | None
     siblings: tuple[SiblingOutcome, ...]
     rank: int = 0                               # 1 = preferred; set by model_failover
+    promoted_gtid_executed: GtidSet | None = None   # its gtid_executed once promoted
+    other_channels: GtidSet | None = None       # GTIDs of its other channels (they flow to the siblings)
+    errant_confirmed: bool | None = None        # read before S (the errant set is trustworthy)
+    causes: tuple[tuple[str, str], ...] = ()    # (check_id, server) of the findings each reason follows from
+    derived: bool = False                       # every reason follows from one of ``causes``
+    unconfirmed: bool = False                   # unsafe only by errant GTIDs the read order does not confirm
 
-    def _union(self, attr: str) -> GtidSet | None:
+    def _union(self, attr: str) -> GtidSet:
         out = GtidSet.EMPTY
         for s in self.siblings:
             value = getattr(s, attr)
@@ -253,16 +328,35 @@ class CandidateAssessment:
 
     @property
     def lost(self) -> GtidSet:
-        """Every transaction some sibling has and this candidate will never have."""
-        return self._union("lost")
+        """Every transaction of S that some sibling has and this candidate will never have: kept by
+        the sibling (divergent) or thrown away with its relay log at the repoint."""
+        return self._union("lost") | self._union("discarded")
 
     @property
     def in_flight(self) -> GtidSet:
         return self._union("in_flight")
 
     @property
+    def spread(self) -> GtidSet:
+        """GTIDs S never executed that would flow to the siblings that stream."""
+        out = GtidSet.EMPTY
+        for s in self.siblings:
+            if s.result is SiblingResult.REFUSED:
+                continue
+            for value in (s.errant, s.other_channels):
+                if value is not None:
+                    out = out | value
+        return out
+
+    @property
     def refused(self) -> tuple[SiblingOutcome, ...]:
         return tuple(s for s in self.siblings if s.result is SiblingResult.REFUSED)
+
+    @property
+    def cost(self) -> PromotionCost:
+        return PromotionCost(
+            cannot_serve=self.verdict is Verdict.CANNOT_SERVE, lost=self.lost.count(),
+            refused=sum(1 for s in self.refused if not s.already_refused), spread=self.spread.count())
 
 
 @dataclass(frozen=True)
@@ -283,10 +377,16 @@ class FailoverModel:
         return bool(self.candidates) and all(c.verdict.unsafe for c in self.candidates)
 
     def ranking_text(self) -> str:
-        """'1. r2 (safe); 2. r1 (loses_transactions: ...)' for remediation texts."""
-        return "; ".join(f"{c.rank}. {c.candidate} ({c.verdict}"
-                         + (f": {c.reasons[0]}" if c.reasons and c.verdict is not Verdict.SAFE else "") + ")"
-                         for c in self.candidates)
+        """'1. r2 (safe); 2. r1 (loses_transactions, loses 3 transaction(s): ...)' for texts."""
+        out = []
+        for c in self.candidates:
+            text = f"{c.rank}. {c.candidate} ({c.verdict}"
+            if c.verdict.unsafe:
+                text += f", {c.cost.text()}"
+            if c.reasons and c.verdict is not Verdict.SAFE:
+                text += f": {c.reasons[0]}"
+            out.append(text + ")")
+        return "; ".join(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,6 +442,19 @@ def _version_note(r: ServerSnapshot, t: ServerSnapshot) -> str | None:
     return None
 
 
+def _refused_by_source_now(source: ServerSnapshot, sibling: FailoverReplica) -> bool:
+    """True when S itself, as read, would refuse T's reconnect because S purged what T lacks
+    (T's own ``source_purged_required_gtids``): a refusal of T by a candidate over GTIDs S also
+    purged restates that finding."""
+    holds = sibling.holds
+    if holds is None or source.gtid_executed is None:
+        return False
+    announced = announced_gtid_set(sibling.executed, sibling.retrieved or GtidSet.EMPTY,
+                                   replica_version=sibling.server.version, source_version=source.version)
+    rc = simulate_auto_position_reconnect(source, announced)
+    return rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED
+
+
 # --------------------------------------------------------------------------------------------
 # the model
 
@@ -351,51 +464,58 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
     r_now, r_after = candidate.executed, candidate.after_catch_up
     s_exec, s_purged = source.gtid_executed, source.gtid_purged
     if sibling is None:
-        t_server, role, t_set, t_other = source, "source", source.gtid_executed, None
+        t_server, role, t_set, t_holds, t_other = source, "source", s_exec, s_exec, None
     else:
         t_server, role, t_other = sibling.server, "replica", sibling.other_channels_gtids
-        t_exec = sibling.executed
-        t_set = None if t_exec is None else announced_gtid_set(
-            t_exec, sibling.retrieved or GtidSet.EMPTY, replica_version=t_server.version)
+        t_set, t_holds = sibling.executed, sibling.holds   # the repoint purges T's relay logs
     name = source_name if sibling is None else sibling.name
     notes: list[str] = []
     note = _version_note(candidate.server, t_server)
     if note:
         notes.append(note)
 
-    catch_up = lost = in_flight = t_errant = to_t = salvageable = errant_lost = None
+    catch_up = lost = discarded = in_flight = t_errant = to_t = salvageable = errant_lost = other = None
     if t_set is not None and r_now is not None and r_after is not None:
         catch_up = (t_set - r_now) & r_after
-    if t_set is not None and s_exec is not None:
-        t_errant = t_set - s_exec
+    if t_holds is not None and s_exec is not None:
+        t_errant = t_holds - s_exec
         if t_other is not None:
             t_errant = t_errant - t_other
-    if t_set is not None and s_exec is not None and r_after is not None:
-        missing = (t_set & s_exec) - r_after
-        if t_other is not None:
-            missing = missing - t_other
-        if candidate.other_channels_gtids is not None:
+    if t_holds is not None and s_exec is not None and r_after is not None:
+        # T's other channels are not subtracted: what of them S executed reached S (a cycle, or S
+        # replicating from the same source) and R lacks is lost to R (differential seeds 571, 1216)
+        missing = (t_holds & s_exec) - r_after
+        if candidate.other_channels_gtids is not None:   # R's own other channels keep feeding it
             missing = missing - candidate.other_channels_gtids
         gone = missing & s_purged if s_purged is not None else None
         rest = missing - gone if gone is not None else missing
         failing = candidate.receiver_failing
-        if failing is True:                   # R cannot have gained anything since it was read
-            lost, in_flight = missing, GtidSet.EMPTY
+        every: GtidSet | None = None
+        if failing is True or candidate.applier_failing:   # R cannot apply anything it lacks now
+            every, in_flight = missing, GtidSet.EMPTY
         elif gone is not None:                # purged on S: R can never fetch them
-            lost = gone
+            every = gone
             in_flight = rest if failing is False else (GtidSet.EMPTY if not rest else None)
         elif not missing:
-            lost, in_flight = GtidSet.EMPTY, GtidSet.EMPTY
+            every, in_flight = GtidSet.EMPTY, GtidSet.EMPTY
         # else unknown (None): S's gtid_purged decides, and was not read
+        if every is not None and t_set is not None:
+            lost, discarded = every & t_set, every - t_set
     if errant is not None and t_set is not None:
         to_t = errant - t_set
         salvageable, errant_lost = split_errant(candidate.server, to_t)
+    if candidate.other_channels_gtids is not None and r_after is not None and t_set is not None:
+        # what S executed too (it reached S through a cycle) is S's history catching up, not spread
+        # (differential seed 1064)
+        other = (candidate.other_channels_gtids & r_after) - t_set - (s_exec or GtidSet.EMPTY)
 
     def outcome(result: SiblingResult, **kw: Any) -> SiblingOutcome:
         return SiblingOutcome(
             sibling=name, role=role, result=result, sibling_set=t_set, catch_up=catch_up, lost=lost,
             in_flight=in_flight, sibling_errant=t_errant, errant=to_t, errant_salvageable=salvageable,
-            errant_lost=errant_lost, notes=tuple(notes), **kw)
+            errant_lost=errant_lost, notes=tuple(notes), discarded=discarded,
+            other_channels=other if result is not SiblingResult.REFUSED else GtidSet.EMPTY if other is not None
+            else None, **kw)
 
     r = candidate.server
     if r.server_uuid is not None and r.server_uuid == t_server.server_uuid:
@@ -408,13 +528,24 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
         return outcome(SiblingResult.REFUSED, refusal=serve_block, rule=serve_block)
     if promoted is None or t_set is None:
         return outcome(SiblingResult.UNDETERMINED, rule="a GTID set needed was not read")
-    rc: ReconnectOutcome = simulate_auto_position_reconnect(promoted, t_set)
+    # T's relay log is purged by the repoint: it announces its gtid_executed (untagged only when
+    # T is 8.3+ and R older, as the replica's request_dump does)
+    announced = announced_gtid_set(t_set, GtidSet.EMPTY, replica_version=t_server.version,
+                                   source_version=r.version)
+    rc: ReconnectOutcome = simulate_auto_position_reconnect(promoted, announced)
     if rc.version_assumed:
         notes.append(f"{candidate.name}'s version is unknown: the newest reconnect rules were assumed")
     if rc.refused:
-        return outcome(SiblingResult.REFUSED, refusal=rc.error,
-                       refused_missing=rc.missing if rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED else rc.offending,
-                       rule=rc.rule)
+        missing_set = rc.missing if rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED else rc.offending
+        already = (sibling is not None and rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED
+                   and missing_set is not None and s_purged is not None and not (missing_set - s_purged)
+                   and _refused_by_source_now(source, sibling))
+        if already:
+            notes.append(f"{source_name} itself already refuses {name} (source_purged_required_gtids on {name}): "
+                         f"what {name} lacks was purged on {source_name} too, so this refusal is {name}'s own "
+                         "finding, not the candidate's")
+        return outcome(SiblingResult.REFUSED, refusal=rc.error, refused_missing=missing_set, rule=rc.rule,
+                       already_refused=already)
     if rc.kind is ReconnectKind.STREAMS_SKIPPING_PURGED:
         return outcome(SiblingResult.STREAMS_SKIPPING_PURGED, refused_missing=rc.missing, rule=rc.rule)
     if rc.kind is ReconnectKind.UNDETERMINED:
@@ -444,13 +575,20 @@ def _readiness(r: ServerSnapshot) -> tuple[str | None, list[str], bool]:
     return block, notes, unknown
 
 
+def _receiver_cause(candidate: FailoverReplica) -> tuple[str, str]:
+    ch = candidate.channel
+    if ch.last_io_errno or ch.receiver_last_error_number:
+        return ("replication_receiver_error", candidate.name)
+    return ("replication_stopped", candidate.name)
+
+
 def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica,
             others: Sequence[FailoverReplica]) -> CandidateAssessment:
     r = candidate.server
     r_now, r_after = candidate.executed, candidate.after_catch_up
     block, readiness, unknown = _readiness(r)
 
-    pending = _minus(r_after, r_now)
+    pending = _minus(candidate.holds, r_now)
     errant = salvageable = errant_lost = None
     if r_after is not None and source.gtid_executed is not None:
         errant = r_after - source.gtid_executed
@@ -460,49 +598,106 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         if assigned:
             errant = errant - errant.for_uuid(assigned)
         salvageable, errant_lost = split_errant(r, errant)
+    order_held, order_why = read_order(r, candidate.channel, source)
 
     promoted = _promoted(candidate, r_after) if r_after is not None else None
     siblings = [_sibling(source, source_name, candidate, promoted, block, errant, t) for t in others]
     siblings.append(_sibling(source, source_name, candidate, promoted, block, errant, None))
 
-    flagged: list[tuple[Verdict, str]] = []      # (verdict it implies, reason)
+    # (verdict it implies, reason, the findings it follows from: empty when it is the candidate's own)
+    flagged: list[tuple[Verdict, str, tuple[tuple[str, str], ...]]] = []
     if block is not None:
-        flagged.append((Verdict.CANNOT_SERVE, f"cannot serve replicas: {block}"))
+        flagged.append((Verdict.CANNOT_SERVE, f"cannot serve replicas: {block}",
+                        (("gtid_mode_off", candidate.name),) if block == GTID_MODE_NOT_ON else ()))
+    if candidate.applier_failing and pending:
+        ch = candidate.channel
+        flagged.append((Verdict.LOSES_TRANSACTIONS,
+                        f"its applier stopped on error {ch.last_sql_errno} ({(ch.last_sql_error or '')[:120]!r}): "
+                        f"the {pending.count()} retrieved transaction(s) in its relay log cannot be applied until "
+                        "a person fixes that", (("replication_applier_error", candidate.name),)))
+    replica_siblings = [s for s in siblings if s.role == "replica"]
+    if r.log_replica_updates is False and replica_siblings and block is None:
+        flagged.append((Verdict.REFUSES_SIBLINGS,
+                        "log_replica_updates is OFF: its binary log holds none of the transactions it replicated, "
+                        "so any sibling behind it when the source fails is refused "
+                        "(ER_MASTER_HAS_PURGED_REQUIRED_GTIDS), whatever the lag when it was read", ()))
     for s in siblings:
-        if s.result is SiblingResult.REFUSED and block is None:
+        if s.result is SiblingResult.REFUSED and block is None and not s.already_refused:
             what = f" (lacks {s.refused_missing.count()}: {_short(s.refused_missing, 120)})" if s.refused_missing else ""
+            cause: tuple[tuple[str, str], ...] = ()
+            if s.refusal in (EQUAL_SERVER_UUID, EQUAL_SERVER_ID):
+                cause = (("duplicate_server_uuid", candidate.name),)
+            elif s.refusal == ER_MASTER_HAS_PURGED_REQUIRED_GTIDS and s.errant_lost and s.refused_missing \
+                    and not (s.refused_missing - s.errant_lost) and order_held is True:
+                cause = (("errant_transactions", candidate.name),)
             if s.refusal == ER_MASTER_HAS_PURGED_REQUIRED_GTIDS and r.log_replica_updates is False:
                 what += (f", which {candidate.name} applied without logging them (log_replica_updates=OFF: "
                          "its binary log cannot serve a sibling that is behind it)")
-            flagged.append((Verdict.REFUSES_SIBLINGS, f"{s.sibling} would be refused: {s.refusal}{what}"))
-        if s.lost:
-            flagged.append((Verdict.LOSES_TRANSACTIONS,
-                            f"{s.sibling} has {s.lost.count()} transaction(s) of {source_name} that "
-                            f"{candidate.name} will never have ({_short(s.lost, 120)})"))
+            flagged.append((Verdict.REFUSES_SIBLINGS, f"{s.sibling} would be refused: {s.refusal}{what}", cause))
+        kept, thrown = s.lost or GtidSet.EMPTY, s.discarded or GtidSet.EMPTY
+        if kept or thrown:
+            cause = ()
+            rest = kept | thrown
+            if source.gtid_purged is not None and (rest & source.gtid_purged):
+                cause += (("source_purged_required_gtids", candidate.name),)   # no receiver could fetch them
+                rest = rest - source.gtid_purged
+            if rest and candidate.receiver_failing is True:
+                cause += (_receiver_cause(candidate),)
+            elif rest and candidate.applier_failing:
+                cause += (("replication_applier_error", candidate.name),)
+            elif rest:
+                cause = ()
+            parts = []
+            if kept:
+                parts.append(f"{s.sibling} has {kept.count()} transaction(s) of {source_name} that "
+                             f"{candidate.name} will never have ({_short(kept, 120)})")
+            if thrown:
+                parts.append(f"{s.sibling} would throw away {thrown.count()} transaction(s) of {source_name} still "
+                             f"in its relay log (the repoint purges it) that {candidate.name} will never have "
+                             f"({_short(thrown, 120)})")
+            flagged.append((Verdict.LOSES_TRANSACTIONS, "; ".join(parts), cause))
         if s.result is SiblingResult.STREAMS_SKIPPING_PURGED and s.refused_missing:
             flagged.append((Verdict.LOSES_TRANSACTIONS,
                             f"{s.sibling} would silently never receive {s.refused_missing.count()} purged "
-                            f"transaction(s) ({candidate.name} is older than 5.6.22)"))
+                            f"transaction(s) ({candidate.name} is older than 5.6.22)", ()))
         if s.result is SiblingResult.UNDETERMINED or s.lost is None or s.in_flight is None or s.errant is None:
             unknown = True
+    spread_other = GtidSet.EMPTY
+    for s in siblings:
+        if s.result is not SiblingResult.REFUSED and s.other_channels:
+            spread_other = spread_other | s.other_channels
+    if spread_other:
+        flagged.append((Verdict.SPREADS_OTHER_CHANNELS,
+                        f"replicates from other sources too: {spread_other.count()} GTID(s) of its other channels "
+                        f"({_short(spread_other, 120)}) would flow into every sibling and {source_name} after the "
+                        "promotion", ()))
     if errant:
         where = (f"; {errant_lost.count()} of them purged from its binary logs (lost errant: never promote it)"
                  if errant_lost else "")
+        confirmed = order_held is True
         flagged.append((Verdict.PROPAGATES_ERRANT,
                         f"has {errant.count()} errant transaction(s) {source_name} never executed "
-                        f"({_short(errant, 120)}){where}"))
+                        f"({_short(errant, 120)}){where}" + ("" if confirmed else f" (UNCONFIRMED: {order_why})"),
+                        (("errant_transactions", candidate.name),) if confirmed else ()))
     if errant is None:
         unknown = True
     flagged.sort(key=lambda vr: -vr[0].rank)            # the reason behind the verdict first
-    reasons = [text for _, text in flagged]
-    found = {v for v, _ in flagged}
+    reasons = [text for _, text, _ in flagged]
+    found = {v for v, _, _ in flagged}
+    causes = tuple(dict.fromkeys(c for _, _, cs in flagged for c in cs))
+    derived = bool(flagged) and all(cs for _, _, cs in flagged)
+    # Unconfirmed: its only unsafe reason is an errant set the read order does not confirm (the pair
+    # check errant_transactions says "unconfirmed" under the same condition, read_order()).
+    unconfirmed = bool(errant) and order_held is not True and all(v is Verdict.PROPAGATES_ERRANT
+                                                                  for v, _, _ in flagged)
 
     worst = max(found, key=lambda v: v.rank) if found else None
     if worst is not None:
         verdict = worst
     elif unknown:
         verdict = Verdict.UNDETERMINED
-        reasons.append("an input the model needs was not read (see the sibling rows)")
+        reasons.append("an input the model needs was not read, or the read order does not confirm it "
+                       "(see the sibling rows and the readiness notes)")
     else:
         in_flight = GtidSet.EMPTY
         for s in siblings:
@@ -520,15 +715,24 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         source=source_name, candidate=candidate.name, channel=candidate.channel.channel_name,
         verdict=verdict, reasons=tuple(reasons), readiness=tuple(readiness), executed=r_now,
         pending_relay=pending, errant=errant, errant_salvageable=salvageable, errant_lost=errant_lost,
-        siblings=tuple(siblings))
+        siblings=tuple(siblings), promoted_gtid_executed=r_after,
+        other_channels=candidate.other_channels_gtids, errant_confirmed=order_held,
+        causes=causes, derived=derived, unconfirmed=unconfirmed)
 
 
 def _sort_key(c: CandidateAssessment) -> tuple:
+    """Safe first, then safe after catch-up, undetermined, and the unsafe by what they cost:
+    able to serve, fewer lost transactions, fewer refused siblings, fewer spread GTIDs; then the
+    shorter relay log to apply and the fewer transactions in flight."""
     def n(s: GtidSet | None) -> int:
         return s.count() if s is not None else 0
-    log_replica_updates_off = c.readiness and any("log_replica_updates is OFF" in x for x in c.readiness)
-    return (c.verdict.rank, n(c.lost), n(c.errant), len(c.refused), bool(log_replica_updates_off),
-            n(c.in_flight), n(c.pending_relay), c.candidate)
+    tier = 3 if c.verdict.unsafe else c.verdict.rank
+    cost = c.cost
+    log_replica_updates_off = any("log_replica_updates is OFF" in x for x in c.readiness)
+    # the relay log still to apply (a delayed replica's backlog) before the transactions still in
+    # flight: in_flight only measures how long before the source this candidate was read
+    return (tier, cost.cannot_serve, cost.lost, cost.refused, cost.spread, log_replica_updates_off,
+            n(c.pending_relay), n(c.in_flight), c.candidate)
 
 
 def model_failover(source: ServerSnapshot, replicas: Sequence[FailoverReplica],
@@ -554,6 +758,7 @@ def failover_rows(model: FailoverModel, *, run_id: str | None = None, run_date: 
     (schemas/failover.py): sets as canonical one-line text with their counts (None = unknown)."""
     rows = []
     for c in model.candidates:
+        cost = c.cost
         for s in c.siblings:
             rows.append({
                 "run_id": run_id, "run_date": run_date, "cluster": cluster,
@@ -562,19 +767,26 @@ def failover_rows(model: FailoverModel, *, run_id: str | None = None, run_date: 
                 "candidate_rank": c.rank, "verdict": c.verdict.value,
                 "verdict_reasons": "\n".join(c.reasons) or None,
                 "candidate_readiness": "\n".join(c.readiness) or None,
+                "cost_lost_count": cost.lost, "cost_refused_siblings": cost.refused,
+                "cost_spread_count": cost.spread,
+                "caused_by": "\n".join(f"{check} on {server}" for check, server in c.causes) or None,
                 "sibling_result": s.result.value, "refusal": s.refusal, "reconnect_rule": s.rule or None,
+                "already_refused_by_source": s.already_refused,
                 "notes": "\n".join(s.notes) or None,
                 "candidate_gtid_executed": _text(c.executed),
+                "promoted_gtid_executed": _text(c.promoted_gtid_executed),
                 "pending_relay_gtid_set": _text(c.pending_relay), "pending_relay_count": _count(c.pending_relay),
                 "sibling_gtid_set": _text(s.sibling_set),
                 "catch_up_gtid_set": _text(s.catch_up), "catch_up_count": _count(s.catch_up),
                 "lost_gtid_set": _text(s.lost), "lost_count": _count(s.lost),
+                "discarded_gtid_set": _text(s.discarded), "discarded_count": _count(s.discarded),
                 "in_flight_gtid_set": _text(s.in_flight), "in_flight_count": _count(s.in_flight),
                 "sibling_errant_gtid_set": _text(s.sibling_errant), "sibling_errant_count": _count(s.sibling_errant),
                 "errant_gtid_set": _text(s.errant), "errant_count": _count(s.errant),
                 "errant_salvageable_gtid_set": _text(s.errant_salvageable),
                 "errant_salvageable_count": _count(s.errant_salvageable),
                 "errant_lost_gtid_set": _text(s.errant_lost), "errant_lost_count": _count(s.errant_lost),
+                "other_channels_gtid_set": _text(s.other_channels), "other_channels_count": _count(s.other_channels),
                 "refused_missing_gtid_set": _text(s.refused_missing),
                 "refused_missing_count": _count(s.refused_missing),
                 "model_version": FAILOVER_MODEL_VERSION,
@@ -594,58 +806,84 @@ FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i
     _info("no_safe_failover_candidate", Severity.CRITICAL, "server",
           "No replica of this source can be promoted safely",
           "The source has replicas, and promoting any of them (repointing the others and the source "
-          "with AUTO_POSITION) would lose transactions a sibling has, spread errant transactions, refuse "
-          "a sibling, or is impossible (log_bin OFF, gtid_mode not ON). If the source fails now, every "
-          "choice costs data or replicas. Candidates whose state is unknown keep it silent.",
+          "with AUTO_POSITION) would lose transactions a sibling has, spread errant or other-channel "
+          "transactions, refuse a sibling, or is impossible (log_bin OFF, gtid_mode not ON). If the source "
+          "fails now, every choice costs data or replicas; the finding names the least bad choice by what "
+          "it costs (lost transactions first, then refused siblings, then spread GTIDs). Candidates whose "
+          "state is unknown keep it silent; a candidate unsafe only by errant GTIDs the read order does not "
+          "confirm makes it a warning; when every candidate's problem follows from other findings (a "
+          "broken receiver or applier, errant transactions) it is info and names them.",
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS / ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER or silent loss at the "
           "failover",
-          "Make one candidate safe before it is needed: start stopped receivers so a replica catches up, "
-          "apply to the best-ranked candidate the transactions only a sibling has, neutralise errant "
-          "transactions with empty transactions on the source and every replica, enable "
-          "log_replica_updates. The failover_readiness table ranks the candidates and lists each set."),
+          "Fix the findings it names first. Then make one candidate safe before it is needed: start stopped "
+          "receivers so a replica catches up, fix a failed applier, apply to the best-ranked candidate the "
+          "transactions only a sibling has, neutralise errant transactions with empty transactions on the "
+          "source and every replica, enable log_replica_updates. The failover_readiness table ranks the "
+          "candidates by cost and lists each set.", version=2),
     _info("failover_candidate_unsafe", Severity.WARNING, "pair",
           "Promoting this replica would lose, spread or refuse transactions",
           "Promoting this replica of its source and repointing the siblings (the source's other replicas, "
           "and the source itself should it come back) with AUTO_POSITION would: lose transactions a "
-          "sibling has that this replica cannot obtain (its receiver is stopped or failing, or the source "
-          "purged them), propagate errant transactions the source never executed (lost errant ones, "
-          "purged from its binary logs, make it unpromotable), get a sibling refused, or fail because it "
-          "cannot serve replicas. Lag at read time with a running receiver is not reported.",
+          "sibling has that this replica cannot obtain (its receiver is stopped or failing, its applier "
+          "failed on an error, or the source purged them; a sibling's relay log is purged by the repoint), "
+          "propagate errant transactions the source never executed (lost errant ones, purged from its "
+          "binary logs, make it unpromotable), stream its other channels' transactions into the siblings, "
+          "get a sibling refused (always, for a log_replica_updates=OFF replica with siblings), or fail "
+          "because it cannot serve replicas. Lag at read time with a running receiver is not reported. "
+          "Info, naming the cause, when every reason follows from another finding.",
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (13114 'purged required binary logs'), "
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER, or 13117 'equal MySQL server UUIDs' on the siblings",
-          "Prefer a better-ranked candidate (failover_readiness). To make this one safe: salvage the "
-          "transactions only a sibling has by replicating them to it first, neutralise errant GTIDs "
-          "with empty transactions on the source and the siblings (SQL in the finding), fix "
-          "log_replica_updates / log_bin / gtid_mode, give cloned servers their own server_uuid."),
-    _info("duplicate_server_uuid", Severity.CRITICAL, "server",
-          "Two servers share a server_uuid (or a server_id within one replication group)",
-          "Two servers of one cluster (the inventory's cluster label) report the same server_uuid, e.g. a datadir cloned with its auto.cnf "
-          "kept. Their GTIDs collide: both number transactions uuid:1, uuid:2, ..., and a replica that "
-          "receives both silently skips one side's transactions as already executed. A source kicks one "
-          "of two replicas with the same identity off (13114 'A replica with the same server_uuid/server_id "
-          "... has connected'), and a replica refuses a source with its own identity (13117). The same "
-          "server_id within one replication group breaks replication in the same ways.",
-          "13114 'a replica with the same server_uuid/server_id has connected', 13117 'equal MySQL server UUIDs'",
-          "Stop the cloned server, delete auto.cnf from its datadir and restart it (it generates a new "
-          "server_uuid); give every server of a replication group its own server_id (SET PERSIST server_id). "
-          "Then audit the GTIDs both wrote under the shared uuid: a replica may have skipped some of them."),
+          "Prefer a better-ranked candidate (failover_readiness). To make this one safe: fix the findings "
+          "it names first, salvage the transactions only a sibling has by replicating them to it first, "
+          "neutralise errant GTIDs with empty transactions on the source and the siblings (SQL in the "
+          "finding), remove other channels, fix log_replica_updates / log_bin / gtid_mode, give cloned "
+          "servers their own server_uuid.", version=2),
 ]})
 
 
 def _finding(check_id: str, server: str, title: str, detail: str, *, source: str | None = None,
              channel: str | None = None, gtid_set: GtidSet | None = None, evidence: Mapping | None = None,
-             remediation: str | None = None) -> Finding:
+             remediation: str | None = None, severity: Severity | None = None) -> Finding:
     info = FAILOVER_CHECKS[check_id]
-    return Finding(check_id=check_id, severity=info.default_severity, server=server, source=source,
+    return Finding(check_id=check_id, severity=severity or info.default_severity, server=server, source=source,
                    channel=channel, title=title, detail=detail, gtid_set=gtid_set,
                    gtid_count=_count(gtid_set) if gtid_set is not None else None,
                    evidence=dict(evidence or {}), check_version=info.version,
                    remediation=remediation if remediation is not None else info.remediation)
 
 
+#: The default severity of each finding a failover reason can follow from (gtid_core/checks.py's
+#: registry says the same; errant_transactions is critical only when the read order confirms it,
+#: which is the only case a reason names it).
+_CAUSE_SEVERITY = {
+    "replication_receiver_error": Severity.CRITICAL,
+    "replication_applier_error": Severity.CRITICAL,
+    "replication_stopped": Severity.WARNING,
+    "source_purged_required_gtids": Severity.CRITICAL,
+    "errant_transactions": Severity.CRITICAL,
+    "duplicate_server_uuid": Severity.CRITICAL,
+    "gtid_mode_off": Severity.WARNING,
+}
+
+
+def _causes_text(causes: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{check} on {server}" for check, server in causes)
+
+
+def _restates(causes: Sequence[tuple[str, str]], severity: Severity) -> bool:
+    """True when some cause is a finding at least as severe as ``severity`` (the caller has checked
+    that every reason has a cause): the readiness finding only restates them, and is recorded as
+    info so that on-call sees one alarm per root cause. A root cause that is only a warning (a
+    receiver stopped by hand) leaves a critical readiness finding critical, naming it."""
+    order = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
+    return any(order[_CAUSE_SEVERITY.get(check, Severity.INFO)] >= order[severity] for check, _ in causes)
+
+
 def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
-    """What a DBA does to make candidate ``c`` safe, sibling by sibling."""
+    """What a DBA does to make candidate ``c`` safe, sibling by sibling, the root causes first."""
     steps: list[str] = []
+    if c.causes:
+        steps.append(f"Fix first: {_causes_text(c.causes)} (the findings this follows from).")
     for s in c.siblings:
         if s.lost:
             steps.append(
@@ -654,9 +892,15 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
                 f"logs (e.g. replicate {c.candidate} from {s.sibling} with SOURCE_AUTO_POSITION=1 until "
                 f"SELECT GTID_SUBSET('{s.lost.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on "
                 f"{c.candidate}), or, while {model.source} is up, START REPLICA on {c.candidate}.")
-    if c.pending_relay:
+        if s.discarded:
+            steps.append(
+                f"{s.sibling} holds {s.discarded.count()} transaction(s) {c.candidate} will never get only in its "
+                f"relay log ({_short(s.discarded)}): let {s.sibling}'s applier apply them (STOP REPLICA IO_THREAD, "
+                f"wait for the applier; with SOURCE_DELAY, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0 first) "
+                f"before repointing it, then salvage them from {s.sibling} as above.")
+    if c.pending_relay and c.verdict is not Verdict.SAFE:
         steps.append(f"Wait until {c.candidate} has applied its relay log ({c.pending_relay.count()} transaction(s)) "
-                     "before promoting it (the applier must be running).")
+                     "before promoting it (the applier must be running and free of errors).")
     if c.errant:
         targets = ", ".join(s.sibling for s in c.siblings)
         lost_part = (f" {c.errant_lost.count()} of them are purged from {c.candidate}'s binary logs (lost errant "
@@ -665,7 +909,13 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
         steps.append(f"Errant transactions on {c.candidate}: {_short(c.errant)}.{lost_part} If their changes "
                      f"are wanted or harmless, commit empty transactions with these GTIDs on {targets} (not on "
                      f"{c.candidate}):\n{empty_transaction_sql(c.errant)}")
+    if any(s.other_channels for s in c.siblings if s.result is not SiblingResult.REFUSED):
+        steps.append(f"{c.candidate} replicates from other sources too: promote it only if every sibling may "
+                     "receive those sources' data, or stop and remove its other channels first "
+                     "(STOP REPLICA FOR CHANNEL, RESET REPLICA ALL FOR CHANNEL) and replicate them elsewhere.")
     for s in c.refused:
+        if s.already_refused:
+            continue
         if s.refusal in (EQUAL_SERVER_UUID, EQUAL_SERVER_ID):
             steps.append(f"{s.sibling} has {c.candidate}'s identity ({s.rule}): stop the clone, delete its "
                          "auto.cnf (new server_uuid) or give it its own server_id, restart it.")
@@ -684,19 +934,37 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
 
 
 def _candidate_evidence(model: FailoverModel, c: CandidateAssessment) -> dict[str, Any]:
+    cost = c.cost
     return {
         "verdict": c.verdict.value, "rank": c.rank, "ranking": model.ranking_text(),
         "reasons": "\n".join(c.reasons), "readiness": "\n".join(c.readiness),
+        "cost": cost.text(), "cost_lost": cost.lost, "cost_refused_siblings": cost.refused,
+        "cost_spread": cost.spread, "caused_by": _causes_text(c.causes) or None,
         "candidate_gtid_executed": _text(c.executed), "pending_relay": _text(c.pending_relay),
         "lost": _text(c.lost), "errant": _text(c.errant), "errant_salvageable": _text(c.errant_salvageable),
         "errant_lost": _text(c.errant_lost),
         "refused_siblings": "; ".join(f"{s.sibling}: {s.refusal}" for s in c.refused) or None,
         "siblings": "\n".join(
             f"{s.sibling} ({s.role}): {s.result}"
-            + (f", lost {_text(s.lost)}" if s.lost else "") + (f", errant {_text(s.errant)}" if s.errant else "")
-            + (f", refused {s.refusal}" if s.refusal else "") for s in c.siblings),
+            + (f", lost {_text(s.lost)}" if s.lost else "")
+            + (f", discards {_text(s.discarded)}" if s.discarded else "")
+            + (f", errant {_text(s.errant)}" if s.errant else "")
+            + (f", other channels {_text(s.other_channels)}" if s.other_channels else "")
+            + (f", refused {s.refusal}" if s.refusal else "")
+            + (" (already refused by the source)" if s.already_refused else "") for s in c.siblings),
         "model_version": FAILOVER_MODEL_VERSION,
     }
+
+
+def _advice(model: FailoverModel) -> str:
+    """Which replica to promote and what it costs, for every finding of this source."""
+    best = model.candidates[0]
+    if best.verdict in (Verdict.SAFE, Verdict.SAFE_AFTER_CATCH_UP):
+        return f"If {model.source} fails, promote {best.candidate} ({best.verdict})."
+    if best.verdict is Verdict.UNDETERMINED:
+        return f"If {model.source} fails, {best.candidate} ranks first, but its outcome is undetermined."
+    return (f"If {model.source} fails now, the least bad choice is {best.candidate}: it "
+            f"{best.cost.text()} ({best.verdict}).")
 
 
 def failover_findings(model: FailoverModel) -> list[Finding]:
@@ -704,109 +972,68 @@ def failover_findings(model: FailoverModel) -> list[Finding]:
     ``no_safe_failover_candidate`` when every candidate is (an undetermined one keeps it silent).
 
     The findings' ``gtid_set`` is what is at stake: the lost transactions, else the errant ones, else
-    what a refused sibling lacks. Remediation ranks the candidates and says what to salvage from where.
+    what a refused sibling lacks. Texts say which replica to promote, what each choice costs and
+    what to fix first. Root cause first: a finding whose every reason follows from another finding
+    at least as severe (a receiver error, errant transactions, ...) names it in ``caused_by`` and is
+    recorded at severity info, so that on-call sees one alarm per cause.
     """
     out: list[Finding] = []
+    advice = _advice(model)
     for c in model.candidates:
         if not c.verdict.unsafe:
             continue
-        at_stake = c.lost or c.errant or next((s.refused_missing for s in c.refused if s.refused_missing), None)
+        at_stake = c.lost or c.errant \
+            or next((s.refused_missing for s in c.refused if s.refused_missing), None) or c.spread or None
         steps = _salvage_steps(model, c)
         remediation = (f"Candidates for {model.source}, best first: {model.ranking_text()}.\n"
                        + ("\n".join(steps) if steps else FAILOVER_CHECKS["failover_candidate_unsafe"].remediation))
+        derived = c.derived and _restates(c.causes, Severity.WARNING)
+        follows = f" This follows from {_causes_text(c.causes)}: fix that first." if c.causes else ""
+        evidence = _candidate_evidence(model, c)
+        if c.unconfirmed:
+            evidence["unconfirmed"] = f"{c.candidate} was not read before {model.source}"
         out.append(_finding(
             "failover_candidate_unsafe", c.candidate,
-            f"Promoting {c.candidate} (replica of {model.source}): {c.verdict}",
+            ("Unconfirmed: " if c.unconfirmed else "")
+            + f"Promoting {c.candidate} (replica of {model.source}): {c.verdict}, {c.cost.text()}",
             f"If {model.source} fails and {c.candidate} is promoted, with the other replicas and {model.source} "
-            f"repointed to it with AUTO_POSITION: " + "; ".join(c.reasons) + ".",
+            f"repointed to it with AUTO_POSITION: " + "; ".join(c.reasons) + f". {advice}{follows}",
             source=model.source, channel=c.channel, gtid_set=at_stake or None,
-            evidence=_candidate_evidence(model, c), remediation=remediation))
+            evidence=evidence, remediation=remediation, severity=Severity.INFO if derived else None))
     if model.no_safe_candidate:
         best = model.candidates[0]
         steps = _salvage_steps(model, best)
         lost = GtidSet.EMPTY
+        causes: list[tuple[str, str]] = []
         for c in model.candidates:
             lost = lost | c.lost
+            causes.extend(x for x in c.causes if x not in causes)
+        derived = all(c.derived for c in model.candidates) and _restates(causes, Severity.CRITICAL)
+        unconfirmed = [c.candidate for c in model.candidates if c.unconfirmed]
+        # a least bad choice that loses no transaction and refuses no replica only spreads GTIDs
+        # (a multi-source candidate): it costs neither data nor replicas, a warning, not a page
+        spread_only = not (best.cost.cannot_serve or best.cost.lost or best.cost.refused)
+        severity = Severity.INFO if derived else Severity.WARNING if unconfirmed or spread_only else None
+        follows = (f" Every candidate's problem follows from other findings ({_causes_text(causes)}): fix those "
+                   "first." if derived else (f" Fix first: {_causes_text(causes)}." if causes else ""))
         out.append(_finding(
             "no_safe_failover_candidate", model.source,
-            f"{model.source}: none of its {len(model.candidates)} replica(s) can be promoted safely",
+            ("Unconfirmed: " if unconfirmed and not derived else "")
+            + f"{model.source}: none of its {len(model.candidates)} replica(s) can be promoted safely",
             f"Every replica of {model.source} is unsafe to promote: "
-            + "; ".join(f"{c.candidate}: {c.verdict} ({c.reasons[0] if c.reasons else '-'})" for c in model.candidates)
-            + f". If {model.source} fails now, the least bad choice is {best.candidate}.",
+            + "; ".join(f"{c.candidate}: {c.verdict}, {c.cost.text()} ({c.reasons[0] if c.reasons else '-'})"
+                        for c in model.candidates)
+            + f". {advice}{follows}"
+            + (f" UNCONFIRMED: {', '.join(unconfirmed)} not read before {model.source}; the errant GTIDs may be "
+               f"{model.source}'s own commits made between the reads." if unconfirmed and not derived else ""),
             gtid_set=lost or None,
             evidence={"ranking": model.ranking_text(), "candidates": len(model.candidates),
                       "verdicts": ", ".join(f"{c.candidate}={c.verdict}" for c in model.candidates),
+                      "least_bad": best.candidate, "least_bad_cost": best.cost.text(),
+                      "caused_by": _causes_text(causes) or None,
+                      "unconfirmed": ", ".join(unconfirmed) or None,
                       "model_version": FAILOVER_MODEL_VERSION},
+            severity=severity,
             remediation=(f"Candidates, best first: {model.ranking_text()}.\nTo make {best.candidate} safe:\n"
                          + "\n".join(steps)) if steps else None))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# duplicate identities
-
-def _groups(names: Iterable[str], edges: Iterable[tuple[str, str]]) -> dict[str, str]:
-    parent = {n: n for n in names}
-
-    def find(x: str) -> str:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {n: find(n) for n in list(parent)}
-
-
-def check_duplicate_server_identity(servers: Sequence[ServerSnapshot],
-                                    replication_edges: Iterable[tuple[str, str]] = ()) -> list[Finding]:
-    """duplicate_server_uuid: servers sharing a server_uuid among ``servers`` (the
-    audit passes one cluster label's servers at a time), or a server_id
-    within one replication group (the connected components of ``replication_edges``, pairs of
-    inventory names (replica, source) of every resolved channel).
-
-    One finding per server involved, naming the others. Sound: both values are the servers' own
-    (@@GLOBAL.server_uuid, @@GLOBAL.server_id); an unknown value (None) matches nothing. Mirrors the
-    source's dump thread, which kills the older connection of a replica with the same
-    server_uuid/server_id (9.7: 13114 'A replica with the same server_uuid/server_id as this replica
-    has connected to the source'), and the receiver's refusal of a source with its own identity
-    (13117, ``sql/rpl_replica.cc``). Blind spot: a server not in this run (unreachable, not
-    inventoried) is not compared; server_ids are not compared across unconnected groups (harmless).
-    """
-    by_name = {s.label: s for s in servers}
-    groups = _groups(by_name, replication_edges)
-    problems: dict[str, list[str]] = {}
-    uuid_peers: dict[str, list[str]] = {}
-    for s in servers:
-        if s.server_uuid is not None:
-            uuid_peers.setdefault(s.server_uuid, []).append(s.label)
-    for uuid, names in uuid_peers.items():
-        if len(names) > 1:
-            for n in names:
-                others = ", ".join(o for o in sorted(names) if o != n)
-                problems.setdefault(n, []).append(f"server_uuid {uuid} is also the server_uuid of {others}")
-    id_peers: dict[tuple[str, int], list[str]] = {}
-    for s in servers:
-        if s.server_id is not None:
-            id_peers.setdefault((groups.get(s.label, s.label), s.server_id), []).append(s.label)
-    for (_group, server_id), names in id_peers.items():
-        if len(names) > 1:
-            for n in names:
-                others = ", ".join(o for o in sorted(names) if o != n)
-                problems.setdefault(n, []).append(
-                    f"server_id {server_id} is also the server_id of {others} in the same replication group")
-    out = []
-    for name in sorted(problems):
-        s = by_name[name]
-        out.append(_finding(
-            "duplicate_server_uuid", name,
-            f"{name} shares its identity with another server",
-            f"{name}: " + "; ".join(problems[name]) + ". GTIDs written under a shared server_uuid collide, and a "
-            "replica receiving both sides silently skips one; sources and replicas with the same identity "
-            "disconnect each other.",
-            evidence={"server_uuid": s.server_uuid, "server_id": s.server_id,
-                      "collisions": "\n".join(problems[name])}))
     return out

@@ -375,6 +375,21 @@ class GtidSet:
         u = _check_uuid(uuid, uuid)
         return GtidSet._new({k: v for k, v in self._map.items() if k[0] == u})
 
+    def untagged(self) -> GtidSet:
+        """The untagged GTIDs of the set (``uuid:gno``): what an 8.3+ replica sends a source older
+        than 8.3 (``Gtid_set::encode(..., skip_tagged_gtids)``)."""
+        m = self._map
+        if not any(k[1] for k in m):
+            return self
+        return GtidSet._new({k: v for k, v in m.items() if not k[1]})
+
+    def tagged(self) -> GtidSet:
+        """The tagged GTIDs of the set (``uuid:tag:gno``, 8.3+)."""
+        m = self._map
+        if not any(k[1] for k in m):
+            return GtidSet.EMPTY
+        return GtidSet._new({k: v for k, v in m.items() if k[1]})
+
     def max_gno(self, uuid: str, tag: str | None = None) -> int | None:
         """Highest gno of ``uuid`` (and ``tag``; None = untagged), or None if there is none."""
         flat = self._map.get((_check_uuid(uuid, uuid), _check_tag(tag, tag)))

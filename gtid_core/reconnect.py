@@ -9,8 +9,8 @@ Mirrors the source's dump thread, per release line (sources cited in gtid_core/v
 docs/checks.md, "Version rules"):
 
 1. ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (error 1885) when the replica holds GTIDs of the source's
-   own server_uuid that the source never executed (``Gtid_set::is_subset_for_sid``; with 8.3+
-   tags, every tag of that uuid -- observed on a real 9.7.4 source, which refuses a replica holding
+   own server_uuid that the source never executed (``Gtid_set::is_subset_for_sid``; on an 8.3+
+   source, every tag of that uuid -- an older one is sent no tagged GTID, see below -- observed on a real 9.7.4 source, which refuses a replica holding
    ``source_uuid:tag:N`` exactly like an untagged extra GTID, while extra GTIDs of any other uuid
    are accepted, tests/core/test_checks_live.py). Only 5.6.23+ and 5.7.6+ make this check
    (``MySQLVersion.checks_replica_has_more_on_connect``); no release line ever compared the
@@ -30,13 +30,17 @@ answer (``purge_verdict``), so the audit reports both problems of a replica that
 
 The replica side: it announces ``Retrieved_Gtid_Set ∪ gtid_executed``; on 5.6.15 .. 5.7.5 it leaves
 the last retrieved GTID out when that GTID is not in gtid_executed (the workaround Bug #72392
-broke), see :func:`announced_gtid_set`.
+broke), and an 8.3+ replica leaves every tagged GTID out when its source is older than 8.3
+(``request_dump``, ``MYSQL_RPL_SKIP_TAGGED_GTIDS``; cited at
+``MySQLVersion.skips_tagged_gtids_towards``), see :func:`announced_gtid_set`. So step 1 never
+counts a tagged GTID against a source older than 8.3: that source does not see one. A version
+that is not known is handled as :func:`announced_gtid_set` and :func:`reconnect_outcome` say.
 
 Not modelled: the source's gtid_owned (5.7.6+ compares step 1 against gtid_executed ∪ gtid_owned;
 the audit does not read gtid_owned, so a GTID the source was committing while it was read can look
 missing there), and a binary log without any GTID event (5.6's "Found old binary log without
 GTIDs" error). Both errors reach the replica as fatal error 1236 (Last_IO_Errno 1236, or 13114 on
-8.0+).
+8.0 from 8.0.11; the 8.0 milestones recorded 1236, docs/server-tests.md).
 """
 from __future__ import annotations
 
@@ -115,6 +119,7 @@ def announced_gtid_set(
     *,
     replica_version: MySQLVersion | None,
     last_retrieved_gtid: Gtid | None = None,
+    source_version: MySQLVersion | None = None,
 ) -> GtidSet:
     """The set a replica sends with COM_BINLOG_DUMP_GTID: Retrieved_Gtid_Set ∪ gtid_executed.
 
@@ -123,6 +128,18 @@ def announced_gtid_set(
     fetched again; after a RESET MASTER on the replica this re-fetches and re-applies a complete
     transaction (Bug #72392). ``last_retrieved_gtid`` is that GTID (the last Gtid event of the
     relay log); when it is None the workaround cannot be modelled and the plain union is returned.
+
+    To a source older than 8.3 an 8.3+ replica sends no tagged GTID
+    (``replica_version.skips_tagged_gtids_towards(source_version)``: ``request_dump``,
+    ``MYSQL_RPL_SKIP_TAGGED_GTIDS``). What is assumed when a version is unknown:
+
+    * ``source_version`` None (unknown, also the default): the tagged GTIDs are announced, i.e. the
+      source is taken to be 8.3+ -- the newest rules, which :func:`simulate_auto_position_reconnect`
+      assumes for a source of unknown version and reports as ``version_assumed``
+      (:func:`reconnect_outcome` also says so in ``rule`` when tagged GTIDs are at stake).
+    * ``replica_version`` None: nothing is assumed. A replica holding a tagged GTID is 8.3+ (no older
+      server can hold one), so its tagged GTIDs are left out for a source known to be older than
+      8.3; a replica holding none has nothing to leave out.
     """
     announced = retrieved_gtid_set | gtid_executed
     if (
@@ -133,6 +150,10 @@ def announced_gtid_set(
         and last_retrieved_gtid not in gtid_executed
     ):
         announced = announced - last_retrieved_gtid.as_set()
+    if source_version is not None and not source_version.has_tagged_gtids and (
+        replica_version is None or replica_version.skips_tagged_gtids_towards(source_version)
+    ):
+        announced = announced.untagged()
     return announced
 
 
@@ -144,12 +165,35 @@ def reconnect_outcome(
     replica_version: MySQLVersion | None,
     last_retrieved_gtid: Gtid | None = None,
 ) -> ReconnectOutcome:
-    """The one reconnect simulation of a pair: the set the replica would announce
-    (:func:`announced_gtid_set`) and the source's answer to it
-    (:func:`simulate_auto_position_reconnect`), with ``announced`` filled in."""
+    """The one reconnect simulation of a pair: the set the replica would announce to this source
+    (:func:`announced_gtid_set`, given the source's version) and the source's answer to it
+    (:func:`simulate_auto_position_reconnect`), with ``announced`` filled in.
+
+    Tagged GTIDs (8.3+): to a source older than 8.3 the replica announces none, so none is counted
+    by the "replica has more" check (steps 2 and 3 are unchanged: such a source holds no tagged
+    GTID in gtid_purged or in any Previous_gtids). With the source's version unknown the
+    source is taken to be 8.3+ (the tagged GTIDs are announced and counted), unless its own
+    gtid_executed holds a tagged GTID, which proves it 8.3+; the outcome is ``version_assumed`` and,
+    when the replica's set holds tagged GTIDs, ``rule`` says what they were taken to be. A tagged
+    GTID left out is named in ``rule`` too.
+    """
+    union = (retrieved_gtid_set or GtidSet.EMPTY) | gtid_executed
     announced = announced_gtid_set(gtid_executed, retrieved_gtid_set or GtidSet.EMPTY,
-                                   replica_version=replica_version, last_retrieved_gtid=last_retrieved_gtid)
-    return replace(simulate_auto_position_reconnect(source, announced), announced=announced)
+                                   replica_version=replica_version, last_retrieved_gtid=last_retrieved_gtid,
+                                   source_version=source.version)
+    outcome = simulate_auto_position_reconnect(source, announced)
+    tagged = union.tagged()
+    left_out = tagged - announced
+    note = None
+    if left_out:
+        note = (f"the replica (8.3+) sends no tagged GTID to a MySQL {source.version} source (older than 8.3; "
+                f"request_dump, MYSQL_RPL_SKIP_TAGGED_GTIDS): {left_out.count()} tagged GTID(s) not announced")
+    elif tagged and source.version is None and not (source.gtid_executed and source.gtid_executed.tagged()):
+        note = ("source version unknown, taken as 8.3+: the replica's tagged GTIDs are announced (to a source "
+                "older than 8.3 it would send none of them)")
+    if note is not None:
+        outcome = replace(outcome, rule=f"{note}; {outcome.rule}" if outcome.rule else note)
+    return replace(outcome, announced=announced)
 
 
 def simulate_auto_position_reconnect(source: ServerSnapshot, replica_set: GtidSet) -> ReconnectOutcome:

@@ -3,18 +3,19 @@ silence may name, what the README's generated table lists.
 
 ``gtid_core.checks.CHECKS`` holds the pure checks over snapshots and the job-level checks (scope
 ``job``: what the job reports from collection and source resolution); ``gtid_core.failover``
-holds the failover-readiness checks. :data:`REGISTRY` is their union, one
-:class:`~gtid_core.checks.CheckInfo` per check id.
+holds the failover-readiness checks and ``gtid_core.identity`` the duplicate-identity check.
+:data:`REGISTRY` is their union, one :class:`~gtid_core.checks.CheckInfo` per check id.
 """
 from __future__ import annotations
 
 from gtid_core.checks import CHECKS, CheckInfo
 from gtid_core.failover import FAILOVER_CHECKS
+from gtid_core.identity import IDENTITY_CHECKS
 
 __all__ = ["REGISTRY", "JOB_CHECKS", "check_info"]
 
 #: Every check, by id.
-REGISTRY: dict[str, CheckInfo] = {**CHECKS, **FAILOVER_CHECKS}
+REGISTRY: dict[str, CheckInfo] = {**CHECKS, **FAILOVER_CHECKS, **IDENTITY_CHECKS}
 
 #: The checks the job makes from what collection and source resolution recorded.
 JOB_CHECKS: dict[str, CheckInfo] = {k: v for k, v in REGISTRY.items() if v.scope == "job"}

@@ -451,6 +451,9 @@ class ChannelSnapshot:
     read_at: _dt.datetime | None = None
     relay_tail_file: str | None = None
     relay_tail_truncated: bool | None = None
+    relay_tail_first_event: int | None = None
+    applier_event_type: str | None = None
+    applier_event_gtid: str | None = None
 
     @classmethod
     def from_rows(
@@ -465,10 +468,14 @@ class ChannelSnapshot:
         the channel's rows of performance_schema.replication_connection_status,
         replication_applier_status and replication_applier_configuration.
 
-        Three entries of the status row are the collector's, not the server's: ``read_at`` (when
-        the status row was read), ``relay_tail_file`` (the relay log the tail rows come from) and
-        ``relay_tail_truncated`` (True: the collector's cap cut the tail, so the rows read are not
-        known to reach the file's last transaction; False: they do). Missing = None = unknown."""
+        Some entries of the status row are the collector's, not the server's: ``read_at`` (when
+        the status row was read), ``relay_tail_file`` (the relay log the tail rows come from),
+        ``relay_tail_truncated`` (True: the rows read are not known to reach the file's last
+        transaction; False: they do), ``relay_tail_first_event`` (how many events before the
+        rows the reader dropped: above 0, the rows may start inside a transaction whose Gtid
+        event is not among them) and ``applier_event_type`` / ``applier_event_gtid`` (the
+        event at Relay_Log_File:Relay_Log_Pos, read when the rows lack a Gtid event). Missing =
+        None = unknown."""
         s = _Row(replica_status, "SHOW REPLICA STATUS")
         c = _Row(connection_status, "performance_schema.replication_connection_status")
         a = _Row(applier_status, "performance_schema.replication_applier_status")
@@ -533,6 +540,9 @@ class ChannelSnapshot:
             read_at=s.timestamp("read_at"),
             relay_tail_file=s.text("relay_tail_file"),
             relay_tail_truncated=s.bool("relay_tail_truncated"),
+            relay_tail_first_event=s.int("relay_tail_first_event"),
+            applier_event_type=s.text("applier_event_type"),
+            applier_event_gtid=s.text("applier_event_gtid"),
         )
 
     @property
@@ -581,6 +591,17 @@ class ChannelSnapshot:
     def queueing_gtid(self) -> Gtid | None:
         """QUEUEING_TRANSACTION as a Gtid (None when unknown, none or anonymous)."""
         return _gtid_or_none(self.queueing_transaction)
+
+    @property
+    def relay_tail_head_dropped(self) -> bool | None:
+        """True when the collector read past events before the relay tail rows it kept (they may
+        start inside a transaction whose Gtid event is not among them); None when unknown."""
+        return None if self.relay_tail_first_event is None else self.relay_tail_first_event > 0
+
+    @property
+    def applier_gtid(self) -> Gtid | None:
+        """The GTID of the Gtid event at the applier's position (None when not read or anonymous)."""
+        return _gtid_or_none(self.applier_event_gtid)
 
     @property
     def label(self) -> str:

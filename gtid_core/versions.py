@@ -75,6 +75,9 @@ class MySQLVersion:
     #   comparing against gtid_executed ∪ gtid_owned.
     # * 8.0+ and 9.x: the same two checks in ``Binlog_sender::check_start_file``; from 8.3 on
     #   every tag of the own uuid counts (observed on 9.7.4, tests/core/test_checks_live.py).
+    # * The replica side (what it announces): see ``leaves_out_last_retrieved_gtid`` and
+    #   ``skips_tagged_gtids_towards`` -- an 8.3+ replica sends no tagged GTID to a source older
+    #   than 8.3, so such a source never sees, and never refuses, a tagged GTID of its own uuid.
 
     @property
     def checks_purged_on_connect(self) -> bool:
@@ -101,6 +104,23 @@ class MySQLVersion:
         return self.triple >= (5, 7, 6)
 
     # --- behaviours of the replica's receiver thread -----------------------------------------
+
+    def skips_tagged_gtids_towards(self, source: "MySQLVersion") -> bool:
+        """As a replica, this version leaves every tagged GTID out of the set it sends with
+        COM_BINLOG_DUMP_GTID to ``source``: an 8.3+ replica does so for a source older than 8.3.
+
+        ``request_dump`` (sql/rpl_replica.cc, mysql/mysql-server@72751f76201e, an 8.4 / 9.x tree):
+        ``if (mysql_get_server_version(mysql) < MYSQL_TAGGED_GTIDS_VERSION_SUPPORT) rpl->flags |=
+        MYSQL_RPL_SKIP_TAGGED_GTIDS;``, and the set is encoded with that flag
+        (``fix_gtid_set`` -> ``Gtid_set::encode(..., skip_tagged_gtids)``; ``get_encoded_length``
+        counts a TSID only ``if (tsid.is_tagged() == false || skip_tagged_gtids == false)``,
+        sql/rpl_gtid_set.cc@c88b0fa9fed9). The server's own test
+        rpl_gtid/t/rpl_com_binlog_dump_gtids_skip_tagged.test@312d9ed741ea states the rule and the
+        version the constant stands for ("In case MYSQL_RPL_SKIP_TAGGED_GTIDS is set (for servers <
+        8.3), replica should send only untagged GTIDs to the source in COM_BINLOG_DUMP_GTID"), and its
+        .result records a source sending again a tagged transaction the replica had committed, once
+        the flag is forced. A replica older than 8.3 has no tagged GTID to leave out."""
+        return self.has_tagged_gtids and not source.has_tagged_gtids
 
     @property
     def has_boundary_parser(self) -> bool:

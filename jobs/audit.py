@@ -8,6 +8,8 @@ Arrow batches (``jobs.audit_tasks``); rows stay on the executors:
    snapshot and relay-log tail, grouped by source and joined with the source's snapshot (its
    binary-log headers travel once per source) -> ``check_source_batches``;
 3. servers: each snapshot with the previous audited run's -> ``check_server_batches``;
+   identities: the snapshots grouped by server_uuid, and by (replication group, server_id) with
+   the groups from a label propagation over the channels -> ``identity_batches``;
 4. job findings: failed/partial servers with their ``collection_errors``, unresolved channels
    with the UUID registry;
 5. one finding per ``finding_key`` with silences applied; an outer join with the previous run's
@@ -16,8 +18,8 @@ Arrow batches (``jobs.audit_tasks``); rows stay on the executors:
    old registry with this run's servers); then the JSON-lines feed and Alertmanager (streamed
    from the ``alerts`` table), then ``run_summary`` (aggregates), which marks the run audited.
 
-The driver holds counters, the list of runs, the UUID registry broadcast to the checks (one
-entry per server_uuid of the fleet) and the alert payloads it posts in chunks.
+The driver holds counters, the list of runs and the alert payloads it posts in chunks; the UUID
+registry is joined to the pairs (each carries the owners of the UUIDs it holds), never collected.
 Also ``gtid-audit findings`` (read with delta-rs, no Spark) and ``gtid-audit explain``.
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from jobs import audit_tasks
@@ -100,7 +102,7 @@ def pick_runs(runs: Sequence[Mapping[str, Any]], audited: Iterable[str],
 # the Spark plan
 
 _BINLOG_FIELDS = ("seq", "log_name", "file_size", "encrypted", "previous_gtids", "previous_gtids_read")
-_TAIL_FIELDS = ("seq", "log_name", "pos", "event_type", "event_server_id", "end_log_pos", "info")
+_TAIL_FIELDS = ("seq", "log_name", "pos", "event_type", "event_server_id", "end_log_pos", "gtid", "query_kind")
 
 
 def snapshot_frame(servers_df, binlogs_df):
@@ -113,10 +115,32 @@ def snapshot_frame(servers_df, binlogs_df):
     return servers_df.where(F.col("status") != "failed").select(*cols).join(logs, "server", "left")
 
 
-def source_frame(snapshots_df, channels_df, relay_df):
+_UUID_PATTERN = "([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+
+
+def uuid_owner_frame(snapshots_df, channels_df, registry_df):
+    """Per readable server, the UUID registry's entries of the UUIDs in its gtid_executed and its
+    channels' Retrieved_Gtid_Set (``server``, ``uuid_owners``: list of ``server_uuid``, ``server``):
+    a join, so each pair carries the owners of the UUIDs it can hold and the registry is never
+    collected to the driver."""
+    from pyspark.sql import functions as F
+
+    def uuids(df, column):
+        return df.select("server", F.explode(F.regexp_extract_all(
+            F.lower(F.coalesce(F.col(column), F.lit(""))), F.lit(_UUID_PATTERN), F.lit(1))).alias("_u"))
+
+    held = uuids(snapshots_df, "gtid_executed").unionByName(uuids(channels_df, "retrieved_gtid_set")).distinct()
+    owners = registry_df.select(F.col("server_uuid").alias("_u"), F.col("server").alias("_o"))
+    return (held.join(owners, "_u")
+            .groupBy("server").agg(F.collect_list(F.struct(F.col("_u").alias("server_uuid"),
+                                                           F.col("_o").alias("server"))).alias("uuid_owners")))
+
+
+def source_frame(snapshots_df, channels_df, relay_df, owners_df=None):
     """One row per source with at least one readable replica channel resolved to it:
     ``source_snapshot`` (with its binary logs) and ``pairs`` (``channel``, ``replica`` without
-    binary logs, ``relay_tail``, ``all_channels``)."""
+    binary logs, ``relay_tail``, ``all_channels`` and, when ``owners_df`` (:func:`uuid_owner_frame`)
+    is given, ``uuid_owners``)."""
     from pyspark.sql import functions as F
 
     rep_cols = [c for c in snapshots_df.columns if c != "binary_logs"]
@@ -138,8 +162,12 @@ def source_frame(snapshots_df, channels_df, relay_df):
     pairs = (ch.join(tail, ["server", "channel_name"], "left")
              .join(every, "server", "left")
              .join(rep, F.col("server") == F.col("_rep"), "inner"))
-    grouped = pairs.groupBy("source_server").agg(
-        F.collect_list(F.struct("channel", "replica", "relay_tail", "all_channels")).alias("pairs"))
+    fields = ["channel", "replica", "relay_tail", "all_channels"]
+    if owners_df is not None:
+        pairs = pairs.join(owners_df.select(F.col("server").alias("_own"), "uuid_owners"),
+                           F.col("server") == F.col("_own"), "left")
+        fields.append("uuid_owners")
+    grouped = pairs.groupBy("source_server").agg(F.collect_list(F.struct(*fields)).alias("pairs"))
     return (grouped.join(src, F.col("source_server") == F.col("_src"), "inner")
             .select("source_snapshot", "pairs"))
 
@@ -166,6 +194,17 @@ def _raw_spark_schema(columns: Sequence[str] = RAW_FINDING_COLUMNS):
     return T.StructType([fields[c] for c in columns])
 
 
+def _horizon_spark_schema():
+    from pyspark.sql import types as T
+
+    from schemas.report import REPORT_PAIRS
+
+    fields = {f.name: f for f in REPORT_PAIRS.to_spark().fields}
+    return T.StructType([T.StructField("replica", T.StringType(), False), T.StructField("channel", T.StringType(), False),
+                         T.StructField("source", T.StringType(), False),
+                         *[fields[c] for c in audit_tasks.HORIZON_COLUMNS[3:]]])
+
+
 def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
     """``collection_failed`` / ``collection_partial`` and ``source_unresolved`` /
     ``source_uuid_mismatch`` findings, as DataFrames."""
@@ -182,17 +221,208 @@ def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
     return collection, resolution
 
 
-def identity_frame(snapshots_df, channels_df):
-    """``duplicate_server_uuid`` findings: per cluster label, the servers' identities and the
-    replication edges between them (gtid_core.failover.check_duplicate_server_identity)."""
+def report_input_frames(servers_df, channels_df, horizon_df, readiness_df, findings_df, *, run_id: str, run_date):
+    """The report's input tables (``schemas/report.py``) as DataFrames, made on the executors:
+    ``report_pairs`` (every channel with its resolved source, both ends' status, the purge
+    margin from ``horizon_df`` (:func:`jobs.audit_tasks.purge_horizon_batches`) and the
+    candidate's verdict from the written ``failover_readiness``), ``report_servers`` (the
+    inventory's servers and those known only from a finding) and ``report_clusters`` (per
+    cluster label: size, failures, pairs, open findings and risk). Returns the three frames in
+    that order; nothing is collected."""
     from pyspark.sql import functions as F
 
-    cols = [c for c in snapshots_df.columns if c != "binary_logs"]
-    snaps = snapshots_df.groupBy("cluster").agg(F.collect_list(F.struct(*cols)).alias("snapshots"))
-    edges = (channels_df.where(F.col("source_server").isNotNull())
-             .groupBy("cluster").agg(F.collect_list(F.struct("server", "source_server")).alias("edges")))
-    return (snaps.join(edges, snaps["cluster"].eqNullSafe(edges["cluster"]), "left")
-            .select("snapshots", "edges").mapInArrow(audit_tasks.identity_batches, _raw_spark_schema()))
+    lit_run = [F.lit(run_id).alias("run_id"), F.lit(run_date).cast("date").alias("run_date")]
+    srv = servers_df.select("server", "cluster", "status")
+    src = srv.select(F.col("server").alias("_src"), F.col("cluster").alias("source_cluster"),
+                     F.col("status").alias("source_status"))
+    verdicts = (readiness_df.groupBy(F.col("source").alias("_vs"), F.col("candidate").alias("_vc"))
+                .agg(F.first("verdict").alias("readiness_verdict"), F.min("candidate_rank").alias("candidate_rank")))
+    horizon = horizon_df.select(F.col("replica").alias("_hr"), F.col("channel").alias("_hc"),
+                                *[c for c in horizon_df.columns if c not in ("replica", "channel", "source")])
+    pairs = (channels_df.select(F.col("server").alias("replica"),
+                                F.coalesce("channel_name", F.lit("")).alias("channel"),
+                                F.col("source_server").alias("source"), F.col("sql_delay"))
+             .join(srv.select(F.col("server").alias("replica"), "cluster", F.col("status").alias("replica_status")),
+                   "replica", "left")
+             .join(src, F.col("source") == F.col("_src"), "left").drop("_src")
+             .join(horizon, (F.col("replica") == F.col("_hr")) & (F.col("channel") == F.col("_hc")), "left")
+             .drop("_hr", "_hc")
+             .join(verdicts, (F.col("source") == F.col("_vs")) & (F.col("replica") == F.col("_vc")), "left")
+             .drop("_vs", "_vc")
+             .select(*lit_run, "*"))
+    known_only = (findings_df.select(F.col("server").alias("_f"), F.col("cluster").alias("_fc"))
+                  .join(srv, F.col("_f") == F.col("server"), "left_anti")
+                  .groupBy("_f").agg(F.first("_fc").alias("cluster"))
+                  .select(F.col("_f").alias("server"), "cluster", F.lit(None).cast("string").alias("status")))
+    members = srv.unionByName(known_only)
+    report_servers = members.select(*lit_run, "cluster", "server", "status")
+
+    none = "\u0000"  # the NULL label as a join key (NULL never equals NULL in a join)
+
+    def key(col: str):
+        return F.coalesce(F.col(col), F.lit(none)).alias("_k")
+
+    sizes = members.groupBy(key("cluster")).agg(
+        F.count("*").alias("servers"), F.count("status").alias("inventory_servers"),
+        F.sum(F.when(F.col("status").isNull() | (F.col("status") == "failed"), 1).otherwise(0)).alias("failed"),
+        F.sum(F.when(F.col("status") == "partial", 1).otherwise(0)).alias("partial"))
+    open_ = findings_df.where(F.col("status") == "open")
+    pair_keys = pairs.select("replica", "channel")
+    from_findings = (open_.where(F.col("source").isNotNull())
+                     .select(F.col("server").alias("replica"), F.coalesce("channel", F.lit("")).alias("channel"))
+                     .distinct().join(pair_keys, ["replica", "channel"], "left_anti")
+                     .join(members.select(F.col("server").alias("replica"), "cluster"), "replica", "left"))
+    pair_counts = (pairs.select("cluster").unionByName(from_findings.select("cluster"))
+                   .groupBy(key("cluster")).agg(F.count("*").alias("pairs")))
+
+    def loud(severity: str):
+        return F.sum(F.when(~F.col("silenced") & (F.col("severity") == severity), 1).otherwise(0)).alias(severity)
+
+    finding_counts = open_.groupBy(key("cluster")).agg(
+        loud("critical"), loud("warning"), loud("info"),
+        F.sum(F.when(F.col("silenced"), 1).otherwise(0)).alias("silenced"))
+    zero = F.lit(0).cast("long")
+    clusters = (sizes.join(pair_counts, "_k", "full").join(finding_counts, "_k", "full")
+                .select(*lit_run, F.when(F.col("_k") == none, F.lit(None)).otherwise(F.col("_k")).alias("cluster"),
+                        *[F.coalesce(F.col(c).cast("long"), zero).alias(c) for c in (
+                            "servers", "inventory_servers", "failed", "partial", "pairs", "critical", "warning",
+                            "info", "silenced")])
+                .withColumn("risk", 100 * F.col("critical") + 10 * F.col("warning") + F.col("info")))
+    return pairs, report_servers, clusters
+
+
+def write_report_inputs(spark, warehouse: str, *, run_id: str, run_date, servers_df, channels_df,
+                        sources_df) -> None:
+    """Write the report's input tables of a run (``schemas/report.py``), one commit each, from the
+    run's ``servers`` and ``channels``, :func:`source_frame` (the purge horizons are computed on
+    the executors by :func:`jobs.audit_tasks.purge_horizon_batches`) and the already written
+    ``findings`` and ``failover_readiness`` of the run (read back, not recomputed)."""
+    from jobs.delta_io import write_run_frame
+    from schemas.report import REPORT_TABLES
+
+    horizon = sources_df.mapInArrow(audit_tasks.purge_horizon_batches, _horizon_spark_schema())
+    frames = report_input_frames(servers_df, channels_df, horizon,
+                                 _read_or_empty(spark, warehouse, "failover_readiness", run_id),
+                                 _read_or_empty(spark, warehouse, "findings", run_id), run_id=run_id, run_date=run_date)
+    for schema, frame in zip(REPORT_TABLES, frames):
+        write_run_frame(spark, schema, frame, warehouse=warehouse, run_id=run_id)
+
+
+@dataclass
+class ReplicationGroups:
+    """The replication group of every server with a resolved channel (``frame``: ``server``,
+    ``replication_group``, the smallest server name of its connected component), after ``rounds``
+    rounds of label propagation; ``converged`` False means the round limit was hit first. The
+    rounds' results stay cached until :meth:`unpersist`."""
+
+    frame: Any
+    rounds: int
+    converged: bool
+    cached: list = field(default_factory=list, repr=False)
+
+    def unpersist(self) -> None:
+        for df in reversed(self.cached):
+            df.unpersist()
+        self.cached.clear()
+
+
+def replication_group_frame(channels_df, *, max_rounds: int = 32) -> ReplicationGroups:
+    """Connected components of the resolved channels (``server`` -- ``source_server``, direction
+    ignored), by min-label propagation: each server starts with the smallest name among itself and
+    its neighbours, then takes its neighbours' labels while one is smaller, one join per round.
+
+    Why this way: a server_id is only harmful inside a replication group (a receiver drops the
+    events carrying its own server_id however many hops they travelled: ``c1 -> c2 -> c3`` with
+    c1's server_id on c3 loses c1's transactions on c3), so comparing only the two ends of one
+    channel would miss exactly the silent case, and a whole-fleet comparison would flag the fleets
+    that reuse server_id 1 in every cluster. Each round is a join of the labels with the channel
+    edges, bounded by the number of channels; the driver reads one count per round (how many
+    labels changed). The number of rounds is the longest path in a group (replication chains are
+    short: two or three rounds in practice). Labels that did not converge within ``max_rounds``
+    still only join servers that are connected (a label travels along channels), so a missed
+    round can hide a shared server_id, never invent one."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    edges = (channels_df.where(F.col("source_server").isNotNull() & (F.col("source_server") != F.col("server")))
+             .select(F.col("server").alias("a"), F.col("source_server").alias("b")))
+    links = edges.unionByName(edges.select(F.col("b").alias("a"), F.col("a").alias("b"))).distinct()
+    groups = ReplicationGroups(frame=None, rounds=0, converged=False)
+    try:
+        links = links.persist(StorageLevel.MEMORY_AND_DISK)
+        groups.cached.append(links)
+        labels = (links.groupBy(F.col("a").alias("server")).agg(F.min("b").alias("_n"))
+                  .select("server", F.least("server", "_n").alias("replication_group"))
+                  .persist(StorageLevel.MEMORY_AND_DISK))
+        groups.cached.append(labels)
+        groups.rounds = 1
+        while groups.rounds < max_rounds:
+            theirs = (links.join(labels.select(F.col("server").alias("b"), F.col("replication_group").alias("_n")), "b")
+                      .groupBy(F.col("a").alias("server")).agg(F.min("_n").alias("_n")))
+            step = (labels.join(theirs, "server")
+                    .select("server", F.least("replication_group", "_n").alias("replication_group"),
+                            (F.col("_n") < F.col("replication_group")).alias("_changed"))
+                    .persist(StorageLevel.MEMORY_AND_DISK))
+            groups.cached.append(step)
+            groups.rounds += 1
+            changed = step.where(F.col("_changed")).count()
+            labels = step.select("server", "replication_group")
+            if changed == 0:
+                groups.converged = True
+                break
+    except BaseException:
+        groups.unpersist()
+        raise
+    groups.frame = labels
+    return groups
+
+
+#: The columns of one server in an identity group (``identity_group_frame``'s ``servers``).
+_IDENTITY_FIELDS = ("server", "cluster", "server_uuid", "server_id", "gtid_executed", "sources", "replicas")
+
+
+def identity_group_frame(snapshots_df, channels_df, groups_df):
+    """One row per shared identity of this run, every readable server included (unlabelled ones
+    are servers like any other, never one group): ``identity`` 'server_uuid' (``servers``: the
+    servers reporting one server_uuid, compared case-insensitively) or 'server_id' (the servers
+    of one replication group, ``groups_df`` from :func:`replication_group_frame`, reporting one
+    server_id). Each server carries its cluster label, gtid_executed (server_uuid rows only), and
+    the inventory names it replicates from (``sources``) and that replicate from it (``replicas``),
+    from the channels' resolved ``source_server``. A row holds exactly the servers sharing its
+    identity: it comes from a groupBy on the identity columns."""
+    from pyspark.sql import functions as F
+
+    ch = channels_df.where(F.col("source_server").isNotNull()).select(
+        F.col("server").alias("_rep"), F.col("source_server").alias("_src"))
+    sources = ch.groupBy("_rep").agg(F.collect_set("_src").alias("sources"))
+    replicas = ch.groupBy("_src").agg(F.collect_set("_rep").alias("replicas"))
+    ids = (snapshots_df.select("server", "cluster", F.lower(F.trim("server_uuid")).alias("server_uuid"),
+                               "server_id", "gtid_executed")
+           .join(sources, F.col("server") == F.col("_rep"), "left")
+           .join(replicas, F.col("server") == F.col("_src"), "left")
+           .join(groups_df, "server", "left")
+           .select("server", "cluster", "server_uuid", "server_id", "gtid_executed",
+                   F.coalesce("sources", F.array().cast("array<string>")).alias("sources"),
+                   F.coalesce("replicas", F.array().cast("array<string>")).alias("replicas"),
+                   F.coalesce("replication_group", "server").alias("replication_group")))
+    by_uuid = (ids.where(F.col("server_uuid").isNotNull())
+               .groupBy("server_uuid").agg(F.collect_list(F.struct(*_IDENTITY_FIELDS)).alias("servers"))
+               .where(F.size("servers") > 1)
+               .select(F.lit("server_uuid").alias("identity"),
+                       F.lit(None).cast("string").alias("replication_group"), "servers"))
+    no_set = [F.lit(None).cast("string").alias(c) if c == "gtid_executed" else F.col(c) for c in _IDENTITY_FIELDS]
+    by_id = (ids.where(F.col("server_id").isNotNull())
+             .groupBy("replication_group", "server_id").agg(F.collect_list(F.struct(*no_set)).alias("servers"))
+             .where(F.size("servers") > 1)
+             .select(F.lit("server_id").alias("identity"), "replication_group", "servers"))
+    return by_uuid.unionByName(by_id)
+
+
+def identity_frame(snapshots_df, channels_df, groups_df):
+    """``duplicate_server_uuid`` findings: the rows of :func:`identity_group_frame`, each checked
+    on an executor (gtid_core.identity, through ``audit_tasks.identity_batches``)."""
+    return (identity_group_frame(snapshots_df, channels_df, groups_df)
+            .mapInArrow(audit_tasks.identity_batches, _raw_spark_schema()))
 
 
 def merged_registry_frame(old_df, servers_df, *, run_id: str, run_date: dt.date):
@@ -260,13 +490,13 @@ class AuditOutcome:
         """This run's findings rows, read back (delta-rs) from the ``findings`` table."""
         from jobs.delta_io import read_arrow
 
-        return read_arrow(self.warehouse, "findings", self.run_id, storage_options).to_pylist()
+        return read_arrow(self.warehouse, "findings", self.run_id, storage_options, run_date=self.run_date).to_pylist()
 
     def alerts(self, storage_options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """This run's alert events, read back from the ``alerts`` table."""
         from jobs.delta_io import read_arrow
 
-        return read_arrow(self.warehouse, "alerts", self.run_id, storage_options).to_pylist()
+        return read_arrow(self.warehouse, "alerts", self.run_id, storage_options, run_date=self.run_date).to_pylist()
 
 
 def _json(value: Any) -> str:
@@ -351,7 +581,7 @@ def deliver_alerts(spark, settings: AuditSettings, *, warehouse: str, run_id: st
     from jobs.alerts import AlertDeliveryError, AlertmanagerClient, to_alertmanager, write_jsonl
     from jobs.delta_io import read_frame, table_uri
 
-    alerts_df = read_frame(spark, warehouse, "alerts", run_id)
+    alerts_df = read_frame(spark, warehouse, "alerts", run_id, run_date)
     path = write_jsonl(_event_rows(alerts_df), warehouse, run_date, run_id)
     am = settings.alertmanager
     if am is None or not send:
@@ -374,7 +604,8 @@ def deliver_alerts(spark, settings: AuditSettings, *, warehouse: str, run_id: st
     from pyspark.sql import functions as F
 
     DeltaTable.forPath(spark, table_uri(warehouse, "alerts")).update(
-        condition=F.col("run_id") == F.lit(run_id), set={"delivered": F.lit(delivered)})
+        condition=(F.col("run_date") == F.lit(run_date)) & (F.col("run_id") == F.lit(run_id)),
+        set={"delivered": F.lit(delivered)})
     return path, delivered, error
 
 
@@ -386,9 +617,9 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from jobs.delta_io import (TableNotFoundError, overwrite_frame, read_frame, write_run_frame,
-                               write_run_rows)
-    from schemas.audit import ALERTS, FINDINGS, RUN_SUMMARY, UUID_REGISTRY
+    from jobs.delta_io import (TableNotFoundError, merge_latest, overwrite_frame, read_frame,
+                               write_run_frame, write_run_rows)
+    from schemas.audit import ALERTS, FINDINGS, FINDINGS_LATEST, RUN_SUMMARY, UUID_REGISTRY
     from schemas.failover import FAILOVER_READINESS
 
     started = time.monotonic()
@@ -405,17 +636,16 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     run_id, run_date = current["run_id"], current["run_date"]
     log.info("auditing run %s (previous audited run: %s)", run_id, previous_run_id or "none")
 
+    run_dates = {r["run_id"]: r["run_date"] for r in runs}
+
     def table(name: str, rid: str | None = run_id):
-        return read_frame(spark, warehouse, name, rid)
+        return read_frame(spark, warehouse, name, rid, run_dates.get(rid))
 
     servers, channels = table("servers"), table("channels")
     errors, binlogs, relay = table("collection_errors"), table("binary_logs"), table("relay_log_tail")
     registry = merged_registry_frame(_read_or_empty(spark, warehouse, "uuid_registry"), servers,
                                      run_id=run_id, run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
-    # one entry per server_uuid of the fleet: the checks name the owner of an errant UUID with it
-    registry_map = {r["server_uuid"]: r["server"] for r in registry.select("server_uuid", "server").collect()}
     sc = spark.sparkContext
-    registry_b = sc.broadcast(registry_map)
     on = run_date
     active, expired = active_silences(settings.silences, on), expired_silences(settings.silences, on)
     for s in expired:
@@ -425,17 +655,22 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     snaps = snapshot_frame(servers, binlogs).persist(StorageLevel.MEMORY_AND_DISK)
     previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
                       if previous_run_id else None)
-    sources = source_frame(snaps, channels, relay).persist(StorageLevel.MEMORY_AND_DISK)
-    pair_findings = sources.mapInArrow(
-        functools.partial(audit_tasks.check_source_batches, registry=registry_b), _raw_spark_schema())
+    # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
+    sources = source_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry)).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    pair_findings = sources.mapInArrow(audit_tasks.check_source_batches, _raw_spark_schema())
     readiness = sources.mapInArrow(
         functools.partial(audit_tasks.failover_batches, run_id=run_id, run_date=run_date),
         FAILOVER_READINESS.to_spark())
     server_findings = server_frame(snaps, previous_snaps).mapInArrow(
         audit_tasks.check_server_batches, _raw_spark_schema())
     collection, resolution = job_finding_frames(servers, errors, channels, registry)
+    groups = replication_group_frame(channels)
+    if not groups.converged:
+        log.warning("replication groups did not converge in %d rounds: server_id is compared within the "
+                    "groups found so far (a shared server_id may be missed, none is invented)", groups.rounds)
     raw = (pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
-           .unionByName(identity_frame(snaps, channels)))
+           .unionByName(identity_frame(snaps, channels, groups.frame)))
     current = (raw.groupBy("finding_key").agg(F.collect_list(F.struct(*RAW_FINDING_COLUMNS)).alias("rows"))
                .mapInArrow(functools.partial(audit_tasks.finalize_batches, rules=rules_b),
                            _raw_spark_schema(FINAL_FINDING_COLUMNS))
@@ -449,9 +684,12 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         alerts_df = joined.mapInArrow(functools.partial(
             audit_tasks.history_batches, run_id=run_id, run_date=run_date, output="alerts",
             min_severity=settings.alert_min_severity), ALERTS.to_spark())
-        write_run_frame(spark, FINDINGS, findings_df, warehouse=warehouse, run_id=run_id)
-        write_run_frame(spark, ALERTS, alerts_df, warehouse=warehouse, run_id=run_id)
-        write_run_frame(spark, FAILOVER_READINESS, readiness, warehouse=warehouse, run_id=run_id)
+        write_run_frame(spark, FINDINGS, findings_df, warehouse=warehouse, run_id=run_id, run_date=run_date)
+        merge_latest(spark, FINDINGS_LATEST, table("findings"), warehouse=warehouse, run_id=run_id)
+        write_run_frame(spark, ALERTS, alerts_df, warehouse=warehouse, run_id=run_id, run_date=run_date)
+        write_run_frame(spark, FAILOVER_READINESS, readiness, warehouse=warehouse, run_id=run_id, run_date=run_date)
+        write_report_inputs(spark, warehouse, run_id=run_id, run_date=run_date, servers_df=servers,
+                            channels_df=channels, sources_df=sources)
         overwrite_frame(spark, UUID_REGISTRY, registry, warehouse=warehouse)
         pairs_audited = (channels.where(F.col("source_server").isNotNull())
                          .join(snaps.select(F.col("server").alias("_r")), F.col("server") == F.col("_r"))
@@ -459,9 +697,11 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                          .count())
         server_counts = {r["status"]: r["count"] for r in servers.groupBy("status").count().collect()}
     finally:
-        for df in (joined, current, sources, snaps, registry):
+        for df in (joined, current):
             df.unpersist()
-        registry_b.destroy()
+        groups.unpersist()
+        for df in (sources, snaps, registry):
+            df.unpersist()
         rules_b.destroy()
 
     # counters from what was written (bounded: per check, severity, status and silenced)

@@ -6,9 +6,11 @@ need no configuration, YAML, retry or console library. ``jobs.audit`` builds the
 calls these functions and writes what they return.
 
 * converters: table rows -> gtid_core snapshots (:func:`server_snapshot`, :func:`channel_snapshot`,
-  :func:`relay_tail_rows`), the one place where table column names meet the server's;
+  :func:`relay_tail_rows`, :func:`identity_server`), the one place where table column names meet
+  the server's;
 * checks: :func:`check_source_batches` (one row per source with all its pairs: the source's
-  binary-log headers are parsed once per source), :func:`check_server_batches`;
+  binary-log headers are parsed once per source), :func:`check_server_batches`,
+  :func:`identity_batches` (one row per shared server_uuid or server_id);
 * job findings: :func:`collection_finding_batches`, :func:`resolution_finding_batches`;
 * the findings of a run: :func:`finalize_batches` (one row per key, silences) and
   :func:`history_batches` (first_seen, resolved and carried rows, alert events).
@@ -37,8 +39,11 @@ __all__ = [
     "finalize_batches",
     "history_batches",
     "failover_batches",
+    "identity_server",
     "identity_findings",
     "identity_batches",
+    "purge_horizon",
+    "purge_horizon_batches",
 ]
 
 #: Columns of a finding as the checks produce it (before history and silences).
@@ -90,11 +95,27 @@ _COLLECTION_ADVICE = {
                "server_deadline_s: check its load and the network, or raise the timeouts for it.",
     "auth_failed": "The server rejected the audit account (errno 1045 and similar): check the password "
                    "reference (password_env / password_file / option_file) resolves to the account's "
-                   "current password, and that the account exists for the auditor's host.",
+                   "current password, and that the account exists for the auditor's host. An account "
+                   "created REQUIRE X509 also needs tls.cert_file and tls.key_file.",
+    "tls_verify_failed": "The server's certificate did not verify against tls.ca_file (another CA, expired, "
+                         "self-signed): give the CA that signed it, or renew the server's certificate. "
+                         "Nothing was read, and nothing was sent in plain text.",
+    "tls_identity_mismatch": "The server's certificate is valid, but not for the host the configuration "
+                             "connects to (tls.verify_identity): use a host name the certificate lists in "
+                             "subjectAltName, or reissue the certificate with this name.",
+    "tls_handshake_failed": "The TLS handshake failed after the certificate check: most often the server "
+                            "refused the client certificate (tls.cert_file not signed by the server's "
+                            "ssl_ca), or no TLS version is common to both (tls_version on the server).",
+    "tls_required_by_server": "The server has require_secure_transport=ON and this server's tls.enabled is "
+                              "false: enable tls for it (with ca_file and verify_cert).",
+    "tls_unavailable": "tls.enabled is set but the server offers no TLS, so the auditor refused to connect "
+                       "in plain text: configure ssl_ca/ssl_cert/ssl_key on the server (5.7.28+ and 8.0+ "
+                       "generate certificates by default), or set tls.enabled: false for it on a trusted "
+                       "network only.",
     "privilege_missing": "The audit account lacks a grant: apply deploy/grants.sql (REPLICATION CLIENT, "
                          "REPLICATION SLAVE, SELECT on performance_schema.replication_*).",
     "config_error": "The configuration could not be resolved for this server (e.g. a password "
-                    "reference that does not exist on the machine running the job): run "
+                    "reference or a tls file that does not exist on the machine running the job): run "
                     "`gtid-audit config check --strict FILE`.",
 }
 
@@ -179,7 +200,8 @@ _CHANNEL_COLUMNS = ("channel_name", "source_host", "source_port", "source_uuid",
                     "last_sql_error", "last_sql_error_timestamp", "auto_position", "source_log_file",
                     "read_source_log_pos", "relay_log_file", "relay_log_pos", "relay_source_log_file",
                     "exec_source_log_pos", "seconds_behind_source", "sql_delay", "relay_tail_events",
-                    "relay_tail_file", "relay_tail_truncated", "read_at",
+                    "relay_tail_file", "relay_tail_truncated", "relay_tail_first_event", "applier_event_type",
+                    "applier_event_gtid", "read_at",
                     *_CONNECTION_COLUMNS, *_APPLIER_CONFIG_COLUMNS)
 _SERVER_COLUMNS = ("read_at", "read_started_at", "master_info_repository", "replica_parallel_type", "server_uuid", "server_id", "version", "gtid_mode", "enforce_gtid_consistency",
                    "gtid_executed", "gtid_purged", "log_bin", "log_replica_updates", "sync_binlog",
@@ -218,12 +240,11 @@ def channel_snapshot(row: Mapping[str, Any]):
 
 
 def relay_tail_rows(rows: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
-    """relay_log_tail-table rows -> SHOW RELAYLOG EVENTS rows (server column names), in order."""
+    """relay_log_tail-table rows in their order (``seq``); ``RelayLogEvent.from_row`` reads the
+    table's own column names (sanitized: ``gtid`` and ``query_kind``, no Info)."""
     if rows is None:
         return None
-    return [{"Log_name": r["log_name"], "Pos": r["pos"], "Event_type": r["event_type"],
-             "Server_id": r.get("event_server_id"), "End_log_pos": r.get("end_log_pos"), "Info": r.get("info")}
-            for r in sorted(rows, key=lambda r: r["seq"])]
+    return sorted(rows, key=lambda r: r["seq"])
 
 
 
@@ -324,12 +345,13 @@ def apply_silences(rows: Sequence[Mapping[str, Any]], silences: Sequence[Silence
 
 
 
-def check_source_batches(batches: Iterator[Any], registry: Any) -> Iterator[Any]:
+def check_source_batches(batches: Iterator[Any], registry: Any = None) -> Iterator[Any]:
     """mapInArrow body: one input row per source (``source_snapshot``: its servers row with its
     ``binary_logs``; ``pairs``: one struct per replica channel resolved to it, with ``channel``,
     ``replica``, ``relay_tail`` and ``all_channels``), findings rows out. The source's snapshot,
-    binary-log headers included, is parsed once for all its replicas. ``registry`` is the UUID
-    registry (server_uuid -> server) or a Spark broadcast of it."""
+    binary-log headers included, is parsed once for all its replicas. Each pair's ``uuid_owners``
+    (``jobs.audit.uuid_owner_frame``: the UUID registry's entries of the UUIDs it holds) name the
+    owner of an errant UUID; ``registry`` (server_uuid -> server), when given, is used instead."""
     import pyarrow as pa
 
     from gtid_core.checks import FleetContext, run_pair_checks
@@ -337,7 +359,7 @@ def check_source_batches(batches: Iterator[Any], registry: Any) -> Iterator[Any]
     from gtid_core.relay_log import events_from_rows
 
     schema = _raw_arrow_schema()
-    registry = dict(getattr(registry, "value", registry))
+    fixed = dict(getattr(registry, "value", registry)) if registry is not None else None
     for batch in batches:
         replicas = _SnapshotCache()
         out: list[dict[str, Any]] = []
@@ -365,7 +387,9 @@ def check_source_batches(batches: Iterator[Any], registry: Any) -> Iterator[Any]
                     tail = None
                     if ch.get("relay_tail_events") is not None:  # NULL: the tail was not read
                         tail = events_from_rows(relay_tail_rows(pair["relay_tail"] or []))
-                    fleet = FleetContext(uuid_registry=registry,
+                    owners = fixed if fixed is not None else {
+                        o["server_uuid"]: o["server"] for o in pair.get("uuid_owners") or ()}
+                    fleet = FleetContext(uuid_registry=owners,
                                          other_channels_gtids=_other_channels_gtids(pair, name))
                     found = run_pair_checks(replica, channel, source, tail, fleet)
                 except GtidCoreError as exc:
@@ -484,33 +508,130 @@ def failover_batches(batches: Iterator[Any], *, run_id: str, run_date: Any) -> I
         yield pa.RecordBatch.from_pylist(out, schema=schema)
 
 
+#: Columns of :func:`purge_horizon_batches`' rows (report_pairs' purge-horizon part, keyed by pair).
+HORIZON_COLUMNS = ("replica", "channel", "source", "lacking_count", "purge_margin", "binary_logs", "start_file",
+                   "reconnect")
+
+
+def purge_horizon(source: Any, src: Mapping[str, Any], replica: Any, channel: Any) -> dict[str, Any] | None:
+    """What a reconnect of one pair would do now, for the report: the transactions of the source
+    the replica lacks, and the margin, the position in the source's ``SHOW BINARY LOGS`` of the file
+    a reconnect would stream from (:func:`gtid_core.simulate_auto_position_reconnect`, the checks'
+    model); 0 is ``replica_near_purge_horizon``. None when it lacks nothing or any input is
+    unknown (a set or a Previous_gtids not read, no AUTO_POSITION): unknown is not a margin.
+    ``source``/``replica`` are :func:`server_snapshot` values, ``channel`` a
+    :func:`channel_snapshot`; ``src`` the source's row (with ``binary_logs``)."""
+    from gtid_core import simulate_auto_position_reconnect
+    from gtid_core.reconnect import ReconnectKind, announced_gtid_set
+
+    if channel.auto_position is False:
+        return None
+    if source.gtid_executed is None or replica.gtid_executed is None or channel.retrieved_gtid_set is None:
+        return None
+    if source.gtid_executed.is_subset(replica.gtid_executed):  # applied everything: lacks nothing
+        return None
+    announced = announced_gtid_set(replica.gtid_executed, channel.retrieved_gtid_set,
+                                   replica_version=replica.version)
+    needed = source.gtid_executed - announced
+    logs = src.get("binary_logs")
+    if not needed or not logs or any(not b.get("previous_gtids_read") for b in logs):
+        return None
+    names = [b["log_name"] for b in sorted(logs, key=lambda b: b["seq"])]
+    outcome = simulate_auto_position_reconnect(source, announced)
+    if outcome.kind is ReconnectKind.STREAMS and outcome.start_file is not None:
+        margin, reconnect = names.index(outcome.start_file), "streams"
+    elif outcome.refused:
+        margin, reconnect = None, "refused"
+    else:
+        return None
+    count = needed.count()
+    return {"lacking_count": count if count <= _INT64_MAX else None, "purge_margin": margin,
+            "binary_logs": len(names), "start_file": outcome.start_file, "reconnect": reconnect}
+
+
+def purge_horizon_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body over the same rows as :func:`check_source_batches`: one row per pair whose
+    replica lacks transactions its source still has or refuses (:func:`purge_horizon`), for the
+    report's ``report_pairs`` table. Rows out never carry more than one pair."""
+    import pyarrow as pa
+
+    from gtid_core.errors import GtidCoreError
+
+    fields = {"replica": pa.string(), "channel": pa.string(), "source": pa.string(), "lacking_count": pa.int64(),
+              "purge_margin": pa.int32(), "binary_logs": pa.int32(), "start_file": pa.string(),
+              "reconnect": pa.string()}
+    schema = pa.schema([pa.field(c, fields[c]) for c in HORIZON_COLUMNS])
+    for batch in batches:
+        replicas = _SnapshotCache()
+        for r in batch.to_pylist():
+            src = r["source_snapshot"]
+            out: list[dict[str, Any]] = []
+            try:
+                source = server_snapshot(src)
+            except GtidCoreError:
+                continue
+            for pair in r["pairs"] or []:
+                ch = pair["channel"]
+                try:
+                    row = purge_horizon(source, src, replicas.get(pair["replica"]), channel_snapshot(ch))
+                except (GtidCoreError, ValueError):
+                    continue
+                if row is not None:
+                    out.append({"replica": pair["replica"]["server"], "channel": ch.get("channel_name") or "",
+                                "source": src["server"], **row})
+            if out:
+                yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
 def identity_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body: one row per cluster label (``snapshots``: its servers' snapshot rows,
-    ``edges``: its resolved channels as (replica, source) structs), ``duplicate_server_uuid``
-    findings out. Servers sharing a server_uuid are found within one cluster label (a cloned
-    datadir normally joins its origin's cluster); across labels they are not compared."""
+    """mapInArrow body over ``jobs.audit.identity_group_frame``: one row per shared identity
+    (``identity`` 'server_uuid' or 'server_id', ``replication_group``, ``servers``: the servers
+    sharing it), ``duplicate_server_uuid`` findings out."""
     import pyarrow as pa
 
     schema = _raw_arrow_schema()
     for batch in batches:
         out: list[dict[str, Any]] = []
         for r in batch.to_pylist():
-            edges = [(e["server"], e["source_server"]) for e in (r["edges"] or [])]
-            out.extend(identity_findings(r["snapshots"] or [], edges))
+            out.extend(identity_findings(r["identity"], r["servers"] or [], r.get("replication_group")))
         yield pa.RecordBatch.from_pylist(out, schema=schema)
 
 
-def identity_findings(snapshots: Sequence[Mapping[str, Any]], edges: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
-    """``duplicate_server_uuid`` over ``snapshots`` (snapshot rows), ``edges`` the (replica,
-    source) names of their resolved channels."""
+def identity_server(row: Mapping[str, Any]):
+    """An ``IdentityServer`` from one server of an identity row. A gtid_executed gtid_core cannot
+    parse is unknown here (the server checks report it as snapshot_invalid), and so is a
+    server_uuid that is no UUID."""
     from gtid_core.errors import GtidCoreError
-    from gtid_core.failover import check_duplicate_server_identity
+    from gtid_core.gtid_set import GtidSet
+    from gtid_core.identity import IdentityServer
 
-    snaps, cluster = [], {}
-    for row in snapshots:
-        try:
-            snaps.append(server_snapshot(row))
-            cluster[row["server"]] = row.get("cluster")
-        except GtidCoreError:
-            continue
-    return [_finding_to_row(f, cluster.get(f.server)) for f in check_duplicate_server_identity(snaps, edges)]
+    text = row.get("gtid_executed")
+    try:
+        executed = GtidSet.parse(text) if text is not None else None
+    except GtidCoreError:
+        executed = None
+    fields = dict(name=row["server"], cluster=row.get("cluster"), server_id=row.get("server_id"),
+                  gtid_executed=executed, sources=frozenset(row.get("sources") or ()),
+                  replicas=frozenset(row.get("replicas") or ()))
+    try:
+        return IdentityServer(server_uuid=row.get("server_uuid"), **fields)
+    except GtidCoreError:
+        return IdentityServer(server_uuid=None, **fields)
+
+
+def identity_findings(identity: str, servers: Sequence[Mapping[str, Any]],
+                      replication_group: str | None = None) -> list[dict[str, Any]]:
+    """``duplicate_server_uuid`` rows for one identity row: ``identity`` 'server_uuid' (the
+    servers sharing one server_uuid) or 'server_id' (the servers of ``replication_group`` sharing
+    one server_id)."""
+    from gtid_core.identity import check_duplicate_server_id, check_duplicate_server_uuid
+
+    members = [identity_server(s) for s in servers]
+    cluster = {s.name: s.cluster for s in members}
+    if identity == "server_uuid":
+        found = check_duplicate_server_uuid(members)
+    elif identity == "server_id":
+        found = check_duplicate_server_id(members, replication_group)
+    else:
+        raise ValueError(f"identity must be 'server_uuid' or 'server_id', got {identity!r}")
+    return [_finding_to_row(f, cluster.get(f.server)) for f in found]

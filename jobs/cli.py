@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "jobs.sandbox.cli",  # sandbox install|up|status|down
     "jobs.demo",        # demo
     "jobs.report",      # report
+    "jobs.maintain",    # maintain
     "jobs.delta_jars",  # delta-jars install|show
 )
 
@@ -43,6 +44,7 @@ first steps:
   gtid-audit run --config conf/my.yaml   nightly job: collect + audit (exit 2 on critical)
   gtid-audit findings --config conf/my.yaml --severity critical
   gtid-audit explain errant_transactions what a check means and what to do about it
+  gtid-audit maintain --config conf/my.yaml  retention, OPTIMIZE, VACUUM of the tables
 """
 
 

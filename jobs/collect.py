@@ -27,12 +27,12 @@ from typing import Any, Sequence
 
 from jobs import collector
 from jobs.collector import Probe, RunContext, ServerSpec, plan_read_order
-from jobs.config import ConfigError, GtidAuditConfig, load_config
+from jobs.config import ConfigError, GtidAuditConfig, exposed_secret_files, load_config
 from jobs.delta_io import WRITER, write_run_frame, write_run_rows
 from schemas.collection import BINARY_LOGS, CHANNELS, COLLECTION_ERRORS, RELAY_LOG_TAIL, RUNS, SERVERS
 
 __all__ = ["CollectSummary", "new_run_id", "run_collect", "probe_inventory", "discover",
-           "package_version", "register"]
+           "package_version", "plain_text_warning", "register"]
 
 log = logging.getLogger("gtid_audit.collect")
 
@@ -40,6 +40,23 @@ log = logging.getLogger("gtid_audit.collect")
 READ_TABLES = (SERVERS, CHANNELS, BINARY_LOGS, RELAY_LOG_TAIL, COLLECTION_ERRORS)
 #: Collection errors written to the job's log (the table has them all).
 LOGGED_ERRORS = 20
+#: Server names one warning line lists (the rest are counted).
+NAMED_SERVERS = 20
+
+
+def _names(names: Sequence[str], limit: int = NAMED_SERVERS) -> str:
+    """``a, b, c`` or ``a, b, ... and 7 more``: a bounded list of server names for one line."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def plain_text_warning(probes: dict[str, Probe]) -> str | None:
+    """The run's one warning about servers read over plain text (the probe connects with the
+    read's settings, so its transport is the read's), or None when every connection was TLS."""
+    plain = sorted(name for name, probe in probes.items() if probe.ok and probe.encrypted is False)
+    if not plain:
+        return None
+    return (f"{len(plain)} server(s) audited over plain text, without TLS: {_names(plain)} "
+            "(set tls.enabled with ca_file and verify_cert for them; docs/deployment.md, Security)")
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
@@ -152,21 +169,29 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     ``run_id`` replaces that run's rows in every table."""
     from pyspark import StorageLevel
 
-    from jobs.delta_io import validate_run_id
+    from jobs.delta_io import run_date_of, validate_run_id
 
     started = started or dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
+    rerun = bool(run_id)
     run_id = validate_run_id(run_id) if run_id else new_run_id(started)
-    ctx = RunContext(run_id=run_id, run_date=started.date(), settings=config.collection.read_settings())
     warehouse = config.resolved_warehouse()
+    # a rerun of a run id keeps the date ``runs`` recorded for it: its rows stay in their partition
+    run_date = (run_date_of(spark, warehouse, run_id) if rerun else None) or started.date()
+    ctx = RunContext(run_id=run_id, run_date=run_date, settings=config.collection.read_settings())
 
     specs = list(config.inventory())
     configured = len(specs)
+    for warning in exposed_secret_files(specs):
+        log.warning("%s", warning)
     probes: dict[str, Probe] = {}
     if config.discovery.enabled:
         specs, probes = discover(spark, config, specs)
     missing = [s for s in specs if s.name not in probes]
     probes.update(probe_inventory(spark, missing, config))
+    plain = plain_text_warning(probes)
+    if plain:
+        log.warning("%s", plain)
     plan = plan_read_order(specs, probes)
     by_name = {s.name: s for s in specs}
     groups = [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n)) for n in wave] for wave in group]
@@ -186,7 +211,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                                                 .map(lambda tr: tr[1]), schema=t.to_spark())
                   for t in READ_TABLES}
         for t in READ_TABLES:
-            write_run_frame(spark, t, frames[t.name], warehouse=warehouse, run_id=run_id)
+            write_run_frame(spark, t, frames[t.name], warehouse=warehouse, run_id=run_id, run_date=ctx.run_date)
             summary.rows[t.name] = int(counts.get(t.name, 0))
         by_status = {r["status"]: r["count"] for r in frames["servers"].groupBy("status").count().collect()}
         for err in (frames["collection_errors"].orderBy("server", "seq").limit(LOGGED_ERRORS)
@@ -248,6 +273,15 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
     if problems:
         out.append(f"warning: {problems} secret reference(s) do not resolve on this machine "
                    "(executors resolve them: they must resolve there)")
+    out += [f"warning: {w}" for w in exposed_secret_files(specs)]
+    plain = [s.name for s in specs if s.transport() == "plain"]
+    if_offered = [s.name for s in specs if s.transport() == "tls-if-offered"]
+    if plain:
+        out.append(f"warning: {len(plain)} server(s) would be audited over plain text (tls.enabled: false): "
+                   f"{_names(plain)}")
+    if if_offered:
+        out.append(f"warning: {len(if_offered)} server(s) have no tls section and would be audited over "
+                   f"plain text if they offer no TLS (unverified TLS if they do): {_names(if_offered)}")
     print("\n".join(out))
     return 3 if problems and args.strict else 0
 

@@ -15,11 +15,16 @@ receiver state and applier configuration from performance_schema, ``SHOW BINARY 
 file's ``Previous_gtids`` (header events only), and the end of each channel's newest relay log.
 What to run depends on the server version (:func:`dialect_for`). Each channel's source is
 resolved here, once, by :class:`jobs.pairs.SourceResolver`; its answer is ``channels.source_server``.
+Nothing a server replicates is stored: error texts go through
+:func:`gtid_core.error_text.redacted_error`, relay log events through :func:`gtid_core.relay_log.sanitized`.
 
 Failures are data. Every statement goes through one place that catches the driver's errors and
 turns them into ``collection_errors`` rows (``unreachable``, ``timeout``, ``auth_failed``,
-``privilege_missing``, ``config_error``, ``unexpected``, plus ``gtid_mode_off`` and
-``unparseable_value`` for values); nothing a server returns can raise out of :func:`read_server`.
+``privilege_missing``, the TLS refusals ``tls_verify_failed``, ``tls_identity_mismatch``,
+``tls_handshake_failed``, ``tls_required_by_server``, ``tls_unavailable``, then ``config_error``,
+``unexpected``, plus ``gtid_mode_off`` and ``unparseable_value`` for values); nothing a server
+returns can raise out of :func:`read_server`. With ``tls.enabled`` a connection is TLS or none:
+a server that offers no TLS is refused right after its greeting, before any credential is sent.
 A per-server deadline (connect timeout + read timeout + a wall-clock budget checked before every
 statement) keeps a slow server from holding the run.
 
@@ -31,10 +36,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import math
 import os
 import re
 import socket
+import ssl
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -42,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from gtid_core.error_text import redacted_error
 from gtid_core.errors import VersionParseError
 from gtid_core.versions import MySQLVersion
 from jobs.pairs import InventoryServer, SourceResolver
@@ -50,6 +58,8 @@ __all__ = [
     "Secret",
     "SecretError",
     "TlsOptions",
+    "TlsUnavailableError",
+    "TlsConfigError",
     "ServerSpec",
     "ReadSettings",
     "resolve_password",
@@ -108,9 +118,24 @@ class SecretError(ValueError):
     names the reference and the server, never a secret."""
 
 
+class TlsUnavailableError(RuntimeError):
+    """Raised by :func:`connect` when ``tls.enabled`` is set and the server offers no TLS in
+    its greeting (or the connection came up without it): the connection is closed before any
+    credential or statement is sent, never used in plain text. Class ``tls_unavailable``."""
+
+
+class TlsConfigError(ValueError):
+    """Raised by :func:`connect` when a ``tls.ca_file``, ``cert_file`` or ``key_file`` cannot be
+    read where the connection is made (the message names the key and the path). Class
+    ``config_error``."""
+
+
 @dataclass(frozen=True)
 class TlsOptions:
-    """TLS towards one server (mysql-connector ``ssl_*`` options); paths already resolved."""
+    """TLS towards one server (mysql-connector ``ssl_*`` options); paths already resolved.
+    ``enabled`` means TLS or no connection (:func:`connect`); ``None`` in a :class:`ServerSpec`
+    (no ``tls`` section) leaves mysql-connector's default: TLS without verification when the
+    server offers it, plain text when it does not."""
 
     enabled: bool = True
     ca_file: str | None = None
@@ -150,12 +175,22 @@ class ServerSpec:
                 "password_file=" + self.password_file if self.password_file else
                 "option_file=" + self.option_file if self.option_file else "no password")
 
+    def transport(self) -> str:
+        """How the connection is protected: ``tls+identity``, ``tls+ca`` (certificate verified),
+        ``tls-unverified``, ``plain`` (``tls.enabled: false``) or ``tls-if-offered`` (no ``tls``
+        section: mysql-connector's default, plain text when the server offers no TLS)."""
+        tls = self.tls
+        if tls is None:
+            return "tls-if-offered"
+        if not tls.enabled:
+            return "plain"
+        return "tls+identity" if tls.verify_identity else "tls+ca" if tls.verify_cert else "tls-unverified"
+
     def describe(self) -> str:
         """One line for ``config check``: no secret, only the reference kind."""
-        tls = "tls" if self.tls and self.tls.enabled else "no-tls"
         alias = (" aliases=" + ",".join(f"{h}:{p}" for h, p in self.aliases)) if self.aliases else ""
         return (f"{self.name:<20} {self.host}:{self.port:<6} cluster={self.cluster or '-'} "
-                f"user={self.user} {self.secret_reference()} {tls}{alias}")
+                f"user={self.user} {self.secret_reference()} transport={self.transport()}{alias}")
 
     def discovered_as(self, name: str, host: str, port: int) -> "ServerSpec":
         """A server found by discovery, with this server's connection settings."""
@@ -175,7 +210,7 @@ class ReadSettings:
     relay_tail_max_events: int = 2000
     relay_tail_page_events: int = 500
     relay_probe_files: int = 4
-    relay_tail_max_scan_events: int = 1_000_000
+    relay_tail_max_scan_events: int = 4_000_000
     per_task_concurrency: int = 8
 
 
@@ -210,8 +245,17 @@ class ErrorClass:
     GTID_MODE_OFF = "gtid_mode_off"
     UNPARSEABLE_VALUE = "unparseable_value"
     PRIVILEGE_MISSING = "privilege_missing"
-    CONFIG_ERROR = "config_error"  # a secret reference that does not resolve on the executor
+    # TLS refusals (docs/collection.md, "Failures are data"); none is retried
+    TLS_VERIFY_FAILED = "tls_verify_failed"            # certificate not trusted (other CA, expired, ...)
+    TLS_IDENTITY_MISMATCH = "tls_identity_mismatch"    # verify_identity: name/IP not in the certificate
+    TLS_HANDSHAKE_FAILED = "tls_handshake_failed"      # other handshake failure (client cert refused, ...)
+    TLS_REQUIRED_BY_SERVER = "tls_required_by_server"  # 3159: require_secure_transport=ON, TLS disabled here
+    TLS_UNAVAILABLE = "tls_unavailable"                # tls.enabled, but the server offers no TLS
+    CONFIG_ERROR = "config_error"  # a secret reference or TLS file that does not resolve on the executor
     UNEXPECTED = "unexpected"
+
+    TLS = frozenset({TLS_VERIFY_FAILED, TLS_IDENTITY_MISMATCH, TLS_HANDSHAKE_FAILED,
+                     TLS_REQUIRED_BY_SERVER, TLS_UNAVAILABLE})
 
 
 # MySQL error numbers (server ER_* and client CR_*) that decide the class of a failure.
@@ -222,14 +266,47 @@ _TRANSIENT_CONNECT = {2002, 2003, 2006, 2013, 2055, 1040}
 _LOST_CONNECTION = {2006, 2013, 2055}
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 ER_ERROR_WHEN_EXECUTING_COMMAND = 1220  # "Could not find target log" for SHOW RELAYLOG EVENTS IN
+ER_SECURE_TRANSPORT_REQUIRED = 3159     # "Connections using insecure transport are prohibited ..."
+CR_SSL_CONNECTION_ERROR = 2026          # mysql-connector: "SSL is required but the server doesn't support it"
+# OpenSSL verify codes of a certificate valid for another name: X509_V_ERR_HOSTNAME_MISMATCH,
+# X509_V_ERR_IP_ADDRESS_MISMATCH (a chain that does not verify has another code, e.g. 19, 20)
+_IDENTITY_MISMATCH = {62, 64}
 
 
-def classify_error(exc: BaseException) -> str:
-    """The error class of an exception raised by mysql-connector or the socket layer."""
+def _ssl_error_behind(exc: BaseException | None) -> ssl.SSLError | None:
+    """The ``ssl.SSLError`` a driver error was raised from (mysql-connector wraps the TLS
+    handshake's failure in InterfaceError 2055 ``from`` it), if any."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ssl.SSLError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def classify_error(exc: BaseException, *, connecting: bool = False) -> str:
+    """The error class of an exception raised by mysql-connector or the socket layer.
+    ``connecting``: raised while connecting, where any TLS error is the handshake's (later, a
+    TLS error is a dropped connection)."""
     errno = getattr(exc, "errno", None)
     text = str(exc).lower()
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in text:
         return ErrorClass.TIMEOUT
+    if isinstance(exc, TlsConfigError):
+        return ErrorClass.CONFIG_ERROR
+    if isinstance(exc, TlsUnavailableError) or errno == CR_SSL_CONNECTION_ERROR:
+        return ErrorClass.TLS_UNAVAILABLE
+    if errno == ER_SECURE_TRANSPORT_REQUIRED:
+        return ErrorClass.TLS_REQUIRED_BY_SERVER
+    cause = _ssl_error_behind(exc)
+    if isinstance(cause, ssl.SSLCertVerificationError) or "certificate verify failed" in text:
+        if getattr(cause, "verify_code", None) in _IDENTITY_MISMATCH or "address mismatch" in text \
+                or "hostname mismatch" in text:
+            return ErrorClass.TLS_IDENTITY_MISMATCH
+        return ErrorClass.TLS_VERIFY_FAILED
+    if connecting and cause is not None:
+        return ErrorClass.TLS_HANDSHAKE_FAILED
     if errno in _AUTH:
         return ErrorClass.AUTH_FAILED
     if errno in _PRIVILEGE:
@@ -239,10 +316,40 @@ def classify_error(exc: BaseException) -> str:
     return ErrorClass.UNEXPECTED
 
 
+def _connect_hint(error_class: str, exc: BaseException, spec: ServerSpec) -> str | None:
+    """What a connection failure of ``error_class`` means for ``spec``'s TLS settings, in one
+    sentence for the ``collection_errors`` message (None when the driver's text says it all)."""
+    tls = spec.tls
+    cause = _ssl_error_behind(exc)
+    why = getattr(cause, "verify_message", None)
+    if error_class == ErrorClass.TLS_VERIFY_FAILED:
+        trusted = f"tls.ca_file {tls.ca_file!r}" if tls and tls.ca_file else "the system's CA certificates"
+        return (f"TLS refused: the server's certificate does not verify against {trusted}"
+                + (f" ({why})" if why else "") + "; nothing was sent")
+    if error_class == ErrorClass.TLS_IDENTITY_MISMATCH:
+        return (f"TLS refused: the server's certificate is not valid for the name {spec.host!r} "
+                "(tls.verify_identity); connect by a name or address the certificate lists")
+    if error_class == ErrorClass.TLS_HANDSHAKE_FAILED:
+        return ("TLS handshake failed: the server may have refused the client certificate "
+                "(tls.cert_file) or shares no TLS version or cipher with the client")
+    if error_class == ErrorClass.TLS_REQUIRED_BY_SERVER:
+        return ("the server requires TLS (require_secure_transport=ON) and TLS is disabled for this "
+                "server (tls.enabled: false): enable tls")
+    if error_class == ErrorClass.TLS_UNAVAILABLE:
+        return ("the server offers no TLS and tls.enabled is set: refused, nothing was read in plain "
+                "text; configure TLS on the server (tls.enabled: false only on a trusted network)")
+    if error_class == ErrorClass.AUTH_FAILED and getattr(exc, "errno", None) == 1045:
+        if tls is not None and not tls.enabled:
+            return "if the account is created REQUIRE SSL or X509: tls.enabled is false for this server"
+        if tls is None or not tls.cert_file:
+            return "if the account is created REQUIRE X509: set tls.cert_file and tls.key_file"
+    return None
+
+
 def _is_transient_connect_error(exc: BaseException) -> bool:
     """Worth a retry: refused/reset connections, lost handshakes, too many connections, connect
-    timeouts. Never authentication or privilege failures."""
-    if classify_error(exc) in (ErrorClass.AUTH_FAILED, ErrorClass.PRIVILEGE_MISSING):
+    timeouts. Never authentication, privilege, TLS or configuration failures."""
+    if classify_error(exc, connecting=True) not in (ErrorClass.UNREACHABLE, ErrorClass.TIMEOUT):
         return False
     errno = getattr(exc, "errno", None)
     return errno in _TRANSIENT_CONNECT or isinstance(exc, (socket.timeout, TimeoutError, ConnectionError))
@@ -405,8 +512,32 @@ def _seconds(value: float) -> int:
     return max(1, math.ceil(value))
 
 
+@functools.lru_cache(maxsize=1)
+def _tls_only_connection_class():
+    """mysql-connector's pure-Python connection, refusing a server greeting that offers no TLS
+    before answering it (the driver itself goes on in plain text when ``verify_cert`` is off).
+    ``_do_handshake`` reads the greeting and ``_do_auth`` answers it (mysql-connector 9.x)."""
+    from mysql.connector.connection import MySQLConnection
+    from mysql.connector.constants import ClientFlag
+
+    class TlsOnlyConnection(MySQLConnection):
+        def _do_handshake(self) -> None:
+            super()._do_handshake()  # raises 2026 itself when verify_cert is on
+            if self._ssl_disabled or not self._handshake["capabilities"] & ClientFlag.SSL:
+                raise TlsUnavailableError(
+                    f"{self.server_host}:{self.server_port} offers no TLS and tls.enabled is set: "
+                    "refused before any credential was sent (nothing is read in plain text)")
+
+    return TlsOnlyConnection
+
+
 def connect(spec: ServerSpec, password: Secret | None, timeout_s: float | None = None):
-    """A mysql-connector connection to ``spec`` (pure-Python protocol, autocommit, timeouts)."""
+    """A mysql-connector connection to ``spec`` (pure-Python protocol, autocommit, timeouts).
+
+    With ``spec.tls.enabled`` the connection is TLS or none: a greeting without TLS is refused
+    before the client answers it, so no credential is ever sent in plain text, and a connection
+    that came up unencrypted is closed. Raises :class:`TlsUnavailableError` then, and
+    :class:`TlsConfigError` for a TLS file that cannot be read here."""
     import mysql.connector
 
     kwargs: dict[str, Any] = dict(
@@ -425,12 +556,28 @@ def connect(spec: ServerSpec, password: Secret | None, timeout_s: float | None =
         if not tls.enabled:
             kwargs["ssl_disabled"] = True
         else:
-            for key, value in (("ssl_ca", tls.ca_file), ("ssl_cert", tls.cert_file), ("ssl_key", tls.key_file)):
+            for key, name, value in (("ssl_ca", "ca_file", tls.ca_file), ("ssl_cert", "cert_file", tls.cert_file),
+                                     ("ssl_key", "key_file", tls.key_file)):
                 if value:
+                    if not os.access(value, os.R_OK):
+                        raise TlsConfigError(f"server {spec.name!r}: tls.{name} {value!r} cannot be read "
+                                             f"on {socket.gethostname()}")
                     kwargs[key] = value
             kwargs["ssl_verify_cert"] = tls.verify_cert
             kwargs["ssl_verify_identity"] = tls.verify_identity
-    return mysql.connector.connect(**kwargs)
+    if tls is None or not tls.enabled:
+        return mysql.connector.connect(**kwargs)
+    if spec.option_file:  # what mysql.connector.connect does with option files
+        from mysql.connector.optionfiles import read_option_files
+
+        kwargs = read_option_files(**kwargs)
+    kwargs.pop("use_pure", None)
+    cnx = _tls_only_connection_class()(**kwargs)
+    if not cnx.is_secure:  # belt and braces: the greeting offered TLS, so this cannot happen
+        _close_quietly(cnx)
+        raise TlsUnavailableError(f"{spec.host}:{spec.port}: the connection is not encrypted although "
+                                  "tls.enabled is set: closed before any statement")
+    return cnx
 
 
 def _connect_with_retries(spec: ServerSpec, password: Secret | None, settings: ReadSettings,
@@ -497,11 +644,16 @@ class ServerReader:
             "statement": statement, "channel_name": channel,
         })
 
-    def _error_from_exception(self, exc: BaseException, statement: str | None, channel: str | None = None) -> str:
-        cls = classify_error(exc)
+    def _error_from_exception(self, exc: BaseException, statement: str | None, channel: str | None = None,
+                              *, connecting: bool = False) -> str:
+        cls = classify_error(exc, connecting=connecting)
         errno = getattr(exc, "errno", None)
         msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
-        self.error(cls, f"{type(exc).__name__}: {msg}", statement=statement,
+        hint = _connect_hint(cls, exc, self.spec) if connecting else None
+        text = f"{type(exc).__name__}: {msg}"
+        if hint:  # a TLS refusal leads with what it means; a hint about 1045 follows the driver's text
+            text = f"{text} ({hint})" if cls == ErrorClass.AUTH_FAILED else f"{hint}. {text}"
+        self.error(cls, text, statement=statement,
                    errno=errno if isinstance(errno, int) and errno > 0 else None,
                    sqlstate=getattr(exc, "sqlstate", None), channel=channel)
         return cls
@@ -580,7 +732,7 @@ class ServerReader:
             try:
                 self.cnx = _connect_with_retries(self.spec, self.password, self.settings, self.deadline)
             except Exception as exc:
-                self._error_from_exception(exc, None)
+                self._error_from_exception(exc, None, connecting=True)
                 return self.result
             self._read_all()
         except _Stop:  # the connection was lost or the deadline passed after the read began
@@ -711,9 +863,9 @@ class ServerReader:
                 "executed_gtid_set": c("Executed_Gtid_Set"),
                 "io_running": c("Replica_IO_Running"), "sql_running": c("Replica_SQL_Running"),
                 "io_state": c("Replica_IO_State"), "sql_running_state": c("Replica_SQL_Running_State"),
-                "last_io_errno": c("Last_IO_Errno", "int"), "last_io_error": c("Last_IO_Error"),
+                "last_io_errno": c("Last_IO_Errno", "int"), "last_io_error": redacted_error(c("Last_IO_Error")),
                 "last_io_error_timestamp": c("Last_IO_Error_Timestamp"),
-                "last_sql_errno": c("Last_SQL_Errno", "int"), "last_sql_error": c("Last_SQL_Error"),
+                "last_sql_errno": c("Last_SQL_Errno", "int"), "last_sql_error": redacted_error(c("Last_SQL_Error")),
                 "last_sql_error_timestamp": c("Last_SQL_Error_Timestamp"),
                 "auto_position": c("Auto_Position", "bool"),
                 "source_log_file": c("Source_Log_File"),
@@ -740,7 +892,7 @@ class ServerReader:
                     "last_queued_transaction": g("LAST_QUEUED_TRANSACTION"),
                     "last_queued_transaction_end_queue_timestamp": g("LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP"),
                     "receiver_last_error_number": g("LAST_ERROR_NUMBER", "int"),
-                    "receiver_last_error_message": g("LAST_ERROR_MESSAGE"),
+                    "receiver_last_error_message": redacted_error(g("LAST_ERROR_MESSAGE")),
                 })
                 self.check_gtid_text(row["received_transaction_set"], "RECEIVED_TRANSACTION_SET", ps, name)
             ap = applier.get(name)
@@ -790,14 +942,15 @@ class ServerReader:
         if pos is not None:
             sql += f" FROM {int(pos)}"
         sql += f" LIMIT {int(offset)}, {int(limit)}" if offset else f" LIMIT {int(limit)}"
-        if dialect.has_channels and channel:
+        if dialect.has_channels:    # also the default channel: a replica with several refuses it unnamed (3079)
             sql += " FOR CHANNEL %s"
             params.append(channel)
         quiet_errnos = frozenset({ER_ERROR_WHEN_EXECUTING_COMMAND}) if quiet else frozenset()
         return self.query(sql, params, channel=channel, quiet_errnos=quiet_errnos)
 
     def _read_relay_tail(self, dialect: Dialect, channel: dict[str, Any]) -> None:
-        """The last events of the channel's newest relay log, whatever the backlog.
+        """The last events of the channel's newest relay log, whatever the backlog, with a bound on
+        what the server decodes for it.
 
         The question the audit asks of a relay log is whether its *last* transaction is
         complete, so the end of the newest file is what must be read. The newest file is the
@@ -805,17 +958,26 @@ class ServerReader:
         numbers are probed). Reading starts at Relay_Log_Pos (a transaction boundary) when the
         newest file is the applier's and the server is 8.0.2 or later, else at the file's start
         (before 8.0.2 the last retrieved GTID, which Bug #72392's check needs, may lie before
-        the applier's position, and only the relay log shows it); ``SHOW RELAYLOG EVENTS`` has no
-        "last n events", so when more than ``relay_tail_max_events`` events follow that start,
-        the end is located by probing ``LIMIT k, 1`` at doubling then halving offsets (at most
-        ``relay_tail_max_scan_events`` events deep) and the last ``relay_tail_max_events``
-        events are read. Offsets, not positions, page the file: End_log_pos in a relay log is
-        the *source's* binary log position, so it cannot be used as the next FROM.
+        the applier's position, and only the relay log shows it). :class:`_RelayScan` finds the
+        end and reads the last ``relay_tail_max_events`` events; the server decodes at most
+        ``relay_tail_max_scan_events`` events for it (``relay_tail_scanned_events`` records how
+        many).
 
-        ``relay_tail_truncated`` is true only when the end could not be reached (a backlog
-        deeper than the scan bound, or a statement failed): the tail is then of unknown
-        completeness and no check may treat it as the end of the relay log.
+        What the columns say: ``relay_tail_first_event`` events after the start were *not*
+        kept (more than zero: the window may have lost the head of a transaction larger than
+        itself, Gtid event included, and the check must not read it as complete);
+        ``relay_tail_truncated`` is true when the end was not reached (the scan bound, or a
+        statement failed): no rows are kept then, and no check may treat the tail as the end of
+        the relay log. When the kept events belong to a group whose Gtid-type event is not among
+        them, the event at the applier's position (Relay_Log_File:Relay_Log_Pos, a group start) is
+        read once (``applier_event_type``, ``applier_event_gtid``): before 8.0.2 it is the only
+        other place the dangling transaction's GTID can come from.
+
+        Rows are stored sanitized (:func:`gtid_core.relay_log.sanitized`): no statement text and
+        no row data from the audited server reach a table.
         """
+        from gtid_core.relay_log import gtid_event_missing, sanitized
+
         name = channel["channel_name"]
         current = channel.get("relay_log_file")
         if not current:
@@ -834,62 +996,159 @@ class ServerReader:
                 if not rows:
                     break
                 newest, start = candidate, None
-        cap = self.settings.relay_tail_max_events
-        truncated = False
-        first = 0  # offset (events after ``start``) of the first event kept
-        probe, _ = self._relay_events(dialect, name, newest, start, cap, 1)
-        if probe is None:
-            return
-        if probe:  # more than ``cap`` events follow the start: find the end
-            low, high = cap + 1, None  # ``low`` events are known to exist; ``high`` do not
-            step = cap
-            while high is None:
-                step *= 2
-                k = min(low - 1 + step, self.settings.relay_tail_max_scan_events)
-                rows, _ = self._relay_events(dialect, name, newest, start, k, 1)
-                if rows is None:
-                    return
-                if rows:
-                    low = k + 1
-                    if k >= self.settings.relay_tail_max_scan_events:
-                        truncated = True  # deeper than we may scan: the end stays unknown
-                        break
-                else:
-                    high = k
-            while high is not None and high - low > 0:  # low events exist, high do not
-                mid = (low + high) // 2
-                rows, _ = self._relay_events(dialect, name, newest, start, mid, 1)
-                if rows is None:
-                    return
-                if rows:
-                    low = mid + 1
-                else:
-                    high = mid
-            first = max(0, low - cap) if not truncated else 0
-        seq, page = 0, self.settings.relay_tail_page_events
-        while seq < cap:
-            want = min(page, cap - seq)
-            rows, at = self._relay_events(dialect, name, newest, start, first + seq, want)
-            if rows is None:
-                truncated = True  # the end was not read
-                break
-            for ev in rows:
-                st = "SHOW RELAYLOG EVENTS"
-                self.result.relay_log_tail.append({
-                    **self.base, "read_at": at, "channel_name": name, "seq": first + seq,
-                    "log_name": _text(ev.get("Log_name")) or newest,
-                    "pos": self.convert(ev.get("Pos"), "int", "Pos", st, name) or 0,
-                    "event_type": _text(ev.get("Event_type")) or "",
-                    "event_server_id": self.convert(ev.get("Server_id"), "int", "Server_id", st, name),
-                    "end_log_pos": self.convert(ev.get("End_log_pos"), "int", "End_log_pos", st, name),
-                    "info": _text(ev.get("Info")),
-                })
-                seq += 1
-            if len(rows) < want:
-                break  # the end of the relay log
+        scan = _RelayScan(self, dialect, name, newest, self.settings.relay_tail_max_scan_events)
+        window, first, at = scan.tail(start, max(1, self.settings.relay_tail_max_events),
+                                      max(1, self.settings.relay_tail_page_events))
+        st = "SHOW RELAYLOG EVENTS"
+        events = []
+        for i, ev in enumerate(window or ()):
+            event = sanitized({"Log_name": _text(ev.get("Log_name")) or newest,
+                               "Pos": self.convert(ev.get("Pos"), "int", "Pos", st, name) or 0,
+                               "Event_type": _text(ev.get("Event_type")) or "?",
+                               "Server_id": self.convert(ev.get("Server_id"), "int", "Server_id", st, name),
+                               "End_log_pos": self.convert(ev.get("End_log_pos"), "int", "End_log_pos", st, name),
+                               "Info": _text(ev.get("Info"))})
+            events.append(event)
+            self.result.relay_log_tail.append({
+                **self.base, "read_at": at, "channel_name": name, "seq": first + i,
+                "log_name": event.log_name, "pos": event.pos, "event_type": event.event_type,
+                "event_server_id": event.server_id, "end_log_pos": event.end_log_pos,
+                "gtid": event.gtid, "query_kind": event.query_kind,
+            })
+        truncated = window is None
         channel.update({"relay_tail_file": newest, "relay_tail_start_pos": start,
-                        "relay_tail_events": seq, "relay_tail_first_event": first,
+                        "relay_tail_events": len(events), "relay_tail_first_event": None if truncated else first,
                         "relay_tail_truncated": truncated})
+        applier_pos = channel.get("relay_log_pos")
+        if not truncated and gtid_event_missing(events) and newest == current and applier_pos:
+            with contextlib.suppress(_RelayScan.Failed):  # one seek, one event; a failure is recorded
+                rows = scan.read(applier_pos, 0, 1, charge_budget=False)
+                if rows:
+                    applier = sanitized({**rows[0], "Log_name": current, "Pos": applier_pos})
+                    channel.update(applier_event_type=applier.event_type, applier_event_gtid=applier.gtid)
+        channel["relay_tail_scanned_events"] = scan.spent
+
+
+#: The largest jump of one probe of the end of a relay log, in events: the server decodes that many
+#: events for it. It bounds what overshooting the end costs (about twice this) and, with the scan
+#: bound, the number of statements (docs/collection.md).
+RELAY_PROBE_STEP_MAX = 65_536
+
+
+class _RelayScan:
+    """``SHOW RELAYLOG EVENTS`` over one relay log file, with a bound on what the server decodes.
+
+    ``SHOW RELAYLOG EVENTS IN f FROM p LIMIT k, n`` makes the server seek to ``p`` (a position the
+    server listed as an event's ``Pos``: the relay log's own position, unlike ``End_log_pos``,
+    which is the source's) and decode ``k + n`` events. Every statement is charged that much
+    against ``budget`` (an upper bound: fewer when the file ends first) before it is sent, so the
+    server decodes at most ``budget`` events for one tail whatever the file holds.
+
+    The end is found by galloping from a moving base: a probe ``FROM <Pos of the furthest event
+    seen> LIMIT step, 1`` at steps doubling up to :data:`RELAY_PROBE_STEP_MAX`; each success
+    moves the base to the event it returned, so the events before it are never decoded again.
+    The first failed probe brackets the end, halving probes from the base narrow it to one event,
+    and the window is read from the nearest position seen before it, in pages that continue
+    ``FROM`` the last event listed (never by re-counting from the start). Finding the end of N
+    events costs about N + 2 x step decoded events, O(N) in all (it was O(N log N) plus N per
+    page: probes counted from a fixed start).
+
+    Events decompressed from a Transaction_payload are listed with the position of the event
+    after the payload, not their own; a page therefore continues from the last event listed with
+    its own position, skipping what was listed after it.
+    """
+
+    def __init__(self, reader: "ServerReader", dialect: Dialect, channel: str, log_name: str, budget: int):
+        self.reader, self.dialect, self.channel, self.log_name = reader, dialect, channel, log_name
+        self.budget = max(1, budget)
+        self.spent = 0          # events the server was asked to decode (probe offsets + rows)
+        self.at: dt.datetime | None = None
+
+    class OutOfBudget(Exception):
+        """The next statement would make the server decode more than the budget."""
+
+    class Failed(Exception):
+        """A statement failed (already recorded as a collection error)."""
+
+    def read(self, pos: int | None, skip: int, limit: int, *, charge_budget: bool = True) -> list[dict[str, Any]]:
+        """Rows ``skip`` .. ``skip + limit - 1`` after position ``pos`` (None: the file's start)."""
+        if charge_budget and self.spent + skip + limit > self.budget:
+            raise self.OutOfBudget()
+        self.spent += skip + limit
+        rows, self.at = self.reader._relay_events(self.dialect, self.channel, self.log_name, pos, skip, limit)
+        if rows is None:
+            raise self.Failed()
+        return rows
+
+    def tail(self, start: int | None, keep: int, page: int):
+        """(rows, first, read_at): the last ``keep`` events after ``start`` and the number of events
+        before them that were not kept; rows None when the end was not reached."""
+        try:
+            return self._tail(start, keep, page)
+        except (self.OutOfBudget, self.Failed):
+            return None, 0, None
+
+    def _tail(self, start: int | None, keep: int, page: int):
+        probe = self.read(start, keep, 1)
+        if not probe:  # at most ``keep`` events follow the start
+            rows, dropped = self._forward(start, 0, keep, page)
+            return rows, dropped, self.at
+        known = [(0, start), (keep, self._pos(probe[0]))]  # (offset, Pos) of events seen
+        base, step, high = keep, keep, None    # an event exists at offset ``base``, none at ``high``
+        while high is None:
+            step = min(2 * step, RELAY_PROBE_STEP_MAX)
+            jump = min(step, self.budget - self.spent - 1)
+            if jump < 1:
+                raise self.OutOfBudget()
+            rows = self.read(known[-1][1], jump, 1)
+            if rows:
+                base += jump
+                known.append((base, self._pos(rows[0])))
+            else:
+                high = base + jump
+        while high - base > 1:
+            mid = (base + high) // 2
+            rows = self.read(known[-1][1], mid - base, 1)
+            if rows:
+                base = mid
+                known.append((base, self._pos(rows[0])))
+            else:
+                high = mid
+        first = max(0, high - keep)   # ``high`` events follow the start: keep the last ``keep``
+        offset, pos = [(o, p) for o, p in known if o <= first][-1]
+        rows, dropped = self._forward(pos, first - offset, keep, page)
+        return rows, first + dropped, self.at
+
+    def _pos(self, row: Mapping[str, Any]) -> int:
+        """A listed event's Pos, the next FROM; a row without one ends the read (recorded)."""
+        pos = _to_int_or_none(row.get("Pos"))
+        if pos is None:
+            self.reader.error(ErrorClass.UNPARSEABLE_VALUE, f"SHOW RELAYLOG EVENTS row without a Pos: {row!r}",
+                              statement="SHOW RELAYLOG EVENTS", channel=self.channel)
+            raise self.Failed()
+        return pos
+
+    def _forward(self, pos: int | None, skip: int, keep: int, page: int):
+        """Read from ``pos`` (after ``skip`` events) to the end of the file, in pages; (the last
+        ``keep`` rows, how many rows read before them)."""
+        kept: list[dict[str, Any]] = []
+        total = 0
+        anchor, after = pos, skip      # continue FROM ``anchor`` LIMIT ``after``, n
+        payload_end = None
+        while True:
+            rows = self.read(anchor, after, page)
+            for row in rows:
+                end_pos = (_text(row.get("Log_name")), _to_int_or_none(row.get("End_log_pos")))
+                kind = (_text(row.get("Event_type")) or "").lower()
+                if payload_end is not None and end_pos == payload_end and kind != "transaction_payload":
+                    after += 1         # decompressed from the payload: listed with another event's Pos
+                else:
+                    payload_end = end_pos if kind == "transaction_payload" else None
+                    anchor, after = self._pos(row), 1
+            kept = (kept + rows)[-keep:]
+            total += len(rows)
+            if len(rows) < page:
+                return kept, total - len(kept)
 
 
 def _to_int_or_none(value: Any) -> int | None:
@@ -918,6 +1177,7 @@ class Probe:
     ok: bool = True
     hostname: str | None = None       # @@GLOBAL.hostname, a name replicas may use for it
     reported_port: int | None = None  # @@GLOBAL.port
+    encrypted: bool | None = None     # the connection was TLS (None: not connected)
 
 
 def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool = False) -> Probe:
@@ -948,7 +1208,7 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
                 for r in cur.fetchall())
         cur.close()
         return Probe(spec.name, uuid, sources, replicas, hostname=_text(row.get("hostname")) or None,
-                     reported_port=_to_int_or_none(row.get("port")))
+                     reported_port=_to_int_or_none(row.get("port")), encrypted=bool(cnx.is_secure))
     except Exception:
         return Probe(spec.name, None, ok=False)
     finally:

@@ -22,7 +22,7 @@ import os
 import re
 import urllib.parse
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -39,6 +39,9 @@ __all__ = [
     "parse_silences",
     "AuditSettings",
     "load_audit_settings",
+    "MaintenanceSettings",
+    "DEFAULT_RETENTION_DAYS",
+    "DEFAULT_ZORDER",
     "TlsSettings",
     "ConnectionSettings",
     "ServerConfig",
@@ -52,6 +55,7 @@ __all__ = [
     "parse_config",
     "resolve_password",
     "parse_host_port",
+    "exposed_secret_files",
 ]
 
 _SECRET_KEY = re.compile(r"pass|secret|token|key_data", re.IGNORECASE)
@@ -157,7 +161,7 @@ class CollectionSettings(_Frozen):
     relay_tail_max_events: int = Field(default=2000, ge=1)      # cap on relay log events per channel
     relay_tail_page_events: int = Field(default=500, ge=1)      # LIMIT of one SHOW RELAYLOG EVENTS page
     relay_probe_files: int = Field(default=4, ge=0, le=100)     # next relay file numbers probed
-    relay_tail_max_scan_events: int = Field(default=1_000_000, ge=1)  # how deep the end of a relay log is looked for
+    relay_tail_max_scan_events: int = Field(default=4_000_000, ge=1)  # events the server may decode per relay tail
 
     def read_settings(self) -> ReadSettings:
         """The plain values a Spark task needs."""
@@ -325,6 +329,66 @@ class AuditSettings(_Frozen):
         return self
 
 
+#: Days each per-run table keeps (partitions with ``run_date`` older than this many days before
+#: the maintenance date are deleted); ``None`` keeps a table forever. The reasons are in
+#: docs/deployment.md, "Table maintenance".
+DEFAULT_RETENTION_DAYS: dict[str, int | None] = {
+    "binary_logs": 30, "relay_log_tail": 14,        # bulk detail the checks read for one night only
+    "servers": 400, "channels": 400, "collection_errors": 400, "failover_readiness": 400,
+    "findings": None, "alerts": None, "run_summary": None, "runs": None,  # history: kept
+}
+
+#: Columns OPTIMIZE Z-orders each table by: what docs/dashboards.md and the audit filter on
+#: inside a ``run_date`` partition (a partition column cannot be Z-ordered).
+DEFAULT_ZORDER: dict[str, tuple[str, ...]] = {
+    "findings": ("check_id", "cluster", "server"),
+    "alerts": ("check_id", "cluster", "server"),
+    "servers": ("cluster", "server"), "channels": ("cluster", "server"),
+    "binary_logs": ("server",), "relay_log_tail": ("server", "channel_name"),
+    "collection_errors": ("server",), "failover_readiness": ("cluster", "source"),
+}
+
+
+class MaintenanceSettings(_Frozen):
+    """The ``maintenance:`` section: retention per table, compaction, VACUUM, table properties
+    (``gtid-audit maintain``, and the last step of ``run`` when ``after_run``)."""
+
+    after_run: bool = False   # opt-in: see docs/deployment.md, "Table maintenance"
+    retention_days: dict[str, int | None] = Field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
+    optimize: bool = True
+    optimize_days: int = Field(default=3, ge=1, le=3660)   # partitions of the last N days are compacted
+    zorder: dict[str, tuple[str, ...]] = Field(default_factory=lambda: dict(DEFAULT_ZORDER))
+    vacuum: bool = True
+    deleted_file_retention_hours: int = Field(default=168, ge=0)   # delta.deletedFileRetentionDuration
+    log_retention_days: int = Field(default=30, ge=1)             # delta.logRetentionDuration
+    checkpoint_interval: int = Field(default=10, ge=1, le=1000)     # delta.checkpointInterval
+
+    @field_validator("retention_days", mode="before")
+    @classmethod
+    def _merge_retention(cls, value: object) -> object:
+        """A table the file does not name keeps its default; ``null`` or ``keep`` keeps it forever."""
+        if isinstance(value, Mapping):
+            merged: dict[str, Any] = dict(DEFAULT_RETENTION_DAYS)
+            for k, v in value.items():
+                merged[str(k)] = None if v in (None, "keep") else v
+            return merged
+        return value
+
+    @field_validator("zorder", mode="before")
+    @classmethod
+    def _merge_zorder(cls, value: object) -> object:
+        if isinstance(value, Mapping):
+            return {**DEFAULT_ZORDER, **{str(k): tuple(v or ()) for k, v in value.items()}}
+        return value
+
+    @model_validator(mode="after")
+    def _positive(self) -> "MaintenanceSettings":
+        for table, days in self.retention_days.items():
+            if days is not None and days < 1:
+                raise ValueError(f"maintenance.retention_days.{table}: {days!r} must be >= 1 (or keep)")
+        return self
+
+
 def load_audit_settings(raw: Mapping[str, Any] | AuditSettings | None, source: str = "<config>") -> AuditSettings:
     """Validate a raw ``audit`` mapping (an :class:`AuditSettings` is returned as is); errors
     are ConfigError naming the file and the key."""
@@ -352,6 +416,7 @@ class GtidAuditConfig(_Frozen):
     discovery: DiscoverySettings = DiscoverySettings()
     spark: SparkSettings = SparkSettings()
     audit: AuditSettings = AuditSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
     source_path: str | None = None
 
     @field_validator("audit", mode="before")
@@ -431,6 +496,30 @@ class GtidAuditConfig(_Frozen):
     def discovered_spec(self, name: str, host: str, port: int, like: ServerSpec) -> ServerSpec:
         """A server found by discovery: the connection settings of the server that led to it."""
         return like.discovered_as(name, host, port)
+
+
+def exposed_secret_files(specs: "Iterable[ServerSpec]") -> list[str]:
+    """One warning per ``password_file``, ``option_file`` or ``tls.key_file`` that users other
+    than its owner may read or write here (group/other bits of its mode), as MySQL's own clients
+    warn about option files (they even ignore a world-writable one). Files that do not exist here
+    are left to ``config check``'s resolution line and to the executors."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for spec in specs:
+        for key, path in (("password_file", spec.password_file), ("option_file", spec.option_file),
+                          ("tls.key_file", spec.tls.key_file if spec.tls else None)):
+            if not path or path in seen:
+                continue
+            seen.add(path)
+            try:
+                mode = os.stat(path).st_mode & 0o777
+            except OSError:
+                continue
+            if mode & 0o066:
+                who = "anyone" if mode & 0o006 else "its group"
+                out.append(f"{key} {path!r} can be read or written by {who} (mode {mode:04o}): "
+                           f"chmod 600 it (or 400) so that only the job's user can")
+    return out
 
 
 def _format_errors(path: str, exc: ValidationError) -> str:

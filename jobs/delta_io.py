@@ -3,23 +3,27 @@
 * **Writes** (:func:`write_run_frame`, :func:`overwrite_frame`): a Spark DataFrame, whose rows
   stay on the executors, is reconciled with the table's schema from ``schemas`` (column order,
   types; NOT NULL columns are enforced by Delta) and written with
-  ``format("delta").mode("overwrite").option("replaceWhere", "run_id = '<id>'")``: one atomic
-  commit that removes the run's previous rows and adds the new ones, so rerunning a ``run_id``
-  is idempotent. A table that does not exist yet is created with the schema's exact columns,
-  nullability and partitioning first.
+  ``format("delta").mode("overwrite").option("replaceWhere",
+  "run_date = DATE'<date>' AND run_id = '<id>'")``: one atomic commit that removes the run's
+  previous rows and adds the new ones, so rerunning a ``run_id`` is idempotent. Naming the
+  ``run_date`` partition confines the rewrite (and Delta's conflict check) to that partition.
+  A table that does not exist yet is created with the schema's exact columns, nullability,
+  partitioning and :func:`table_properties` first.
 * **The schema version** of every table travels in each commit's ``userMetadata`` and is
   checked, with the column list, before every write: a table written by another schema version
   is refused (:class:`SchemaMismatchError`), never altered.
-* **Reads**: :func:`read_frame` reads with Spark (the job). :func:`read_arrow` reads with
+* **Reads**: :func:`read_frame` reads with Spark (the job), pruned to one partition when given
+  the run's date (:func:`run_date_of` finds it in ``runs``). :func:`read_arrow` reads with
   delta-rs (``deltalake``) and no JVM, for the commands that should answer at once without
   Spark: ``gtid-audit findings`` and the report. Nothing writes with delta-rs.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from schemas import SCHEMA_VERSION_PROPERTY, TableSchema, get_table
 from schemas.base import SchemaError
@@ -38,8 +42,13 @@ __all__ = [
     "write_run_rows",
     "read_frame",
     "read_arrow",
+    "scan_arrow",
     "table_exists",
     "written_schema_version",
+    "table_properties",
+    "run_date_of",
+    "merge_latest",
+    "run_predicate",
 ]
 
 log = logging.getLogger("gtid_audit.delta_io")
@@ -72,6 +81,32 @@ def validate_run_id(run_id: str) -> str:
             f"invalid run id {run_id!r}: use letters, digits and _ . : + - (max 128 characters)"
         )
     return run_id
+
+
+def table_properties(*, log_retention_days: int = 30, deleted_file_retention_hours: int = 168,
+                     checkpoint_interval: int = 10) -> dict[str, str]:
+    """The Delta table properties every table is created with (``gtid-audit maintain`` sets
+    them again from the ``maintenance`` settings): how long the transaction log keeps commits
+    (time travel), how long VACUUM keeps files a commit removed, how often a checkpoint is
+    written. The defaults and why are in docs/deployment.md, "Table maintenance"."""
+    return {
+        "delta.logRetentionDuration": f"interval {int(log_retention_days)} days",
+        "delta.deletedFileRetentionDuration": f"interval {int(deleted_file_retention_hours)} hours",
+        "delta.checkpointInterval": str(int(checkpoint_interval)),
+    }
+
+
+def _date_literal(run_date: dt.date) -> str:
+    if not isinstance(run_date, dt.date) or isinstance(run_date, dt.datetime):
+        raise ValueError(f"invalid run date {run_date!r}: expected a datetime.date")
+    return f"DATE'{run_date.isoformat()}'"
+
+
+def run_predicate(run_id: str, run_date: dt.date | None = None) -> str:
+    """The SQL predicate selecting one run's rows: ``run_date`` first, so Delta prunes to its
+    partition, then ``run_id``."""
+    pred = f"run_id = '{validate_run_id(run_id)}'"
+    return pred if run_date is None else f"run_date = {_date_literal(run_date)} AND {pred}"
 
 
 def table_uri(warehouse: str, name: str) -> str:
@@ -170,6 +205,10 @@ def _prepare(spark, schema: TableSchema, uri: str) -> None:
                .comment(f"gtid-audit {schema.name}, schema version {schema.version}"))
     if schema.partition_by:
         builder = builder.partitionedBy(*schema.partition_by)
+    if schema.cluster_by:
+        builder = builder.clusterBy(*schema.cluster_by)
+    for key, value in table_properties().items():
+        builder = builder.property(key, value)
     builder.execute()
 
 
@@ -186,16 +225,18 @@ def _conform(df, schema: TableSchema):
                        for f in target.fields])
 
 
-def write_run_frame(spark, schema: TableSchema | str, df, *, warehouse: str, run_id: str) -> None:
+def write_run_frame(spark, schema: TableSchema | str, df, *, warehouse: str, run_id: str,
+                    run_date: dt.date | None = None) -> None:
     """Replace run ``run_id``'s rows of one table by ``df``'s rows, in one atomic Delta commit
-    written by the executors. Every row must belong to ``run_id`` (the replaceWhere predicate
-    makes Delta refuse any other)."""
+    written by the executors. Every row must belong to ``run_id`` and, when given (the job
+    always gives it), to the ``run_date`` partition: the replaceWhere predicate makes Delta
+    refuse any other, and confines the rewrite to that partition."""
     schema = _schema(schema)
-    validate_run_id(run_id)
+    predicate = run_predicate(run_id, run_date if "run_date" in schema.column_names else None)
     uri = table_uri(warehouse, schema.name)
     _prepare(spark, schema, uri)
     (_conform(df, schema).write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"run_id = '{run_id}'")
+     .option("replaceWhere", predicate)
      .option("userMetadata", _commit_marker(schema))
      .save(uri))
     log.debug("wrote %s (run %s)", schema.name, run_id)
@@ -212,6 +253,35 @@ def overwrite_frame(spark, schema: TableSchema | str, df, *, warehouse: str) -> 
     log.debug("replaced %s", schema.name)
 
 
+def merge_latest(spark, schema: TableSchema | str, df, *, warehouse: str, run_id: str) -> None:
+    """MERGE run ``run_id``'s rows (``df``) into a one-row-per-key table (``findings_latest``)
+    on ``schema.key``, in one commit: a key's row is replaced by the run's unless the stored row
+    comes from a newer run (``run_date``, then ``run_id``), so auditing an old run again does not
+    move a finding back in time; a key the run wrote before and no longer has is deleted."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    schema = _schema(schema)
+    validate_run_id(run_id)
+    if not schema.key or schema.partition_by:
+        raise SchemaError(f"table {schema.name!r}: merge_latest needs a key and no partitions")
+    uri = table_uri(warehouse, schema.name)
+    _prepare(spark, schema, uri)
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", _commit_marker(schema))
+    try:
+        on = " AND ".join(f"t.{k} = s.{k}" for k in schema.key)
+        newer = "s.run_date > t.run_date OR (s.run_date = t.run_date AND s.run_id >= t.run_id)"
+        (DeltaTable.forPath(spark, uri).alias("t")
+         .merge(_conform(df, schema).alias("s"), on)
+         .whenMatchedUpdateAll(condition=newer)
+         .whenNotMatchedInsertAll()
+         .whenNotMatchedBySourceDelete(condition=F.col("t.run_id") == F.lit(run_id))
+         .execute())
+    finally:
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    log.debug("merged %s (run %s)", schema.name, run_id)
+
+
 def frame_from_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str, Any]]):
     """A DataFrame of a few driver-made rows (``runs``, ``run_summary``), each checked against
     the schema first. Bulk rows never go this way: they are built on the executors."""
@@ -224,36 +294,63 @@ def frame_from_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str
 
 
 def write_run_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str, Any]], *,
-                   warehouse: str, run_id: str) -> int:
-    """:func:`write_run_frame` of a few driver-made rows; returns how many."""
+                   warehouse: str, run_id: str, run_date: dt.date | None = None) -> int:
+    """:func:`write_run_frame` of a few driver-made rows; returns how many. The partition is
+    ``run_date``, or the rows' one ``run_date`` when not given."""
     rows = list(rows)
     others = sorted({str(r.get("run_id")) for r in rows} - {run_id})
     if others:
         raise SchemaError(f"table {_schema(schema).name!r}: rows of another run than {run_id!r}: {others!r}")
-    write_run_frame(spark, schema, frame_from_rows(spark, schema, rows), warehouse=warehouse, run_id=run_id)
+    dates = {r.get("run_date") for r in rows if r.get("run_date") is not None}
+    if run_date is None and len(dates) == 1:
+        run_date = next(iter(dates))
+    if dates - {run_date}:
+        raise SchemaError(f"table {_schema(schema).name!r}: rows of run {run_id!r} on other dates than "
+                          f"{run_date!r}: {sorted(map(str, dates))!r}")
+    write_run_frame(spark, schema, frame_from_rows(spark, schema, rows), warehouse=warehouse, run_id=run_id,
+                    run_date=run_date)
     return len(rows)
 
 
-def read_frame(spark, warehouse: str, name: str, run_id: str | None = None):
-    """Table ``name`` (optionally only run ``run_id``) as a Spark DataFrame."""
+def read_frame(spark, warehouse: str, name: str, run_id: str | None = None, run_date: dt.date | None = None):
+    """Table ``name`` (optionally only run ``run_id``, in partition ``run_date``) as a Spark
+    DataFrame."""
     uri = table_uri(warehouse, name)
     seen = _inspect_with_delta_rs(uri)
     if (seen is not None and not seen[0]) or (seen is None and _delta_table(spark, uri) is None):
         raise TableNotFoundError(f"no Delta table at {uri!r}")
     df = spark.read.format("delta").load(uri)
+    if run_date is not None and "run_date" in df.columns:
+        df = df.where(df.run_date == _date_value(run_date))
     if run_id is not None:
         df = df.where(df.run_id == validate_run_id(run_id))
     return df
+
+
+def _date_value(run_date: dt.date) -> dt.date:
+    _date_literal(run_date)
+    return run_date
+
+
+def run_date_of(spark, warehouse: str, run_id: str) -> dt.date | None:
+    """The ``run_date`` the ``runs`` table recorded for ``run_id`` (None when the run, or the
+    table, does not exist): a rerun writes into its run's first date, not today's."""
+    try:
+        rows = read_frame(spark, warehouse, "runs", run_id).select("run_date").limit(2).collect()
+    except TableNotFoundError:
+        return None
+    dates = {r["run_date"] for r in rows}
+    return dates.pop() if len(dates) == 1 else None
 
 
 def written_schema_version(warehouse: str, name: str,
                            storage_options: Mapping[str, str] | None = None) -> int | None:
     """The schema version stored in the table's commits (read with delta-rs, no JVM); None if
     the table does not exist or no commit carries a marker."""
-    dt = _open_delta_rs(table_uri(warehouse, name), storage_options)
-    if dt is None:
+    table = _open_delta_rs(table_uri(warehouse, name), storage_options)
+    if table is None:
         return None
-    return _version_from_history(dt.history(50))
+    return _version_from_history(table.history(50))
 
 
 def _open_delta_rs(uri: str, storage_options: Mapping[str, str] | None):
@@ -266,16 +363,44 @@ def _open_delta_rs(uri: str, storage_options: Mapping[str, str] | None):
         return None
 
 
-def read_arrow(warehouse: str, name: str, run_id: str | None = None,
-               storage_options: Mapping[str, str] | None = None):
-    """Table ``name`` (optionally one run) as a pyarrow table, read with delta-rs and no JVM
-    (``gtid-audit findings``, the report); cast to the registered schema when there is one."""
+def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
+               storage_options: Mapping[str, str] | None = None, *, columns: Sequence[str] | None = None,
+               where=None):
+    """Table ``name`` as an iterator of pyarrow record batches, read with delta-rs: only
+    ``columns`` (those the table has; None: all) of the rows of ``run_id`` that match ``where``
+    (a ``pyarrow.compute`` expression), both pushed into the scan, so a reader that keeps a
+    bounded part of each batch holds a bounded amount whatever the table's size. Raises
+    TableNotFoundError when the table does not exist."""
+    import pyarrow.dataset as pads
+
     uri = table_uri(warehouse, name)
-    dt = _open_delta_rs(uri, storage_options)
-    if dt is None:
+    table = _open_delta_rs(uri, storage_options)
+    if table is None:
         raise TableNotFoundError(f"no Delta table at {uri!r}")
-    filters = [("run_id", "=", validate_run_id(run_id))] if run_id is not None else None
-    data = dt.to_pyarrow_table(filters=filters)
+    dataset = table.to_pyarrow_dataset()
+    expr = where
+    if run_id is not None:
+        by_run = pads.field("run_id") == validate_run_id(run_id)
+        expr = by_run if expr is None else by_run & expr
+    if columns is not None:
+        columns = [c for c in columns if c in dataset.schema.names]
+    return dataset.to_batches(columns=columns, filter=expr)
+
+
+def read_arrow(warehouse: str, name: str, run_id: str | None = None,
+               storage_options: Mapping[str, str] | None = None, run_date: dt.date | None = None):
+    """Table ``name`` (optionally one run, pruned to its ``run_date`` partition when given) as
+    a pyarrow table, read with delta-rs and no JVM (``gtid-audit findings``, the report); cast
+    to the registered schema when there is one."""
+    uri = table_uri(warehouse, name)
+    table = _open_delta_rs(uri, storage_options)
+    if table is None:
+        raise TableNotFoundError(f"no Delta table at {uri!r}")
+    filters = [("run_id", "=", validate_run_id(run_id))] if run_id is not None else []
+    if run_date is not None and "run_date" in {f.name for f in table.schema().fields}:
+        filters.insert(0, ("run_date", "=", _date_value(run_date)))
+    filters = filters or None
+    data = table.to_pyarrow_table(filters=filters)
     try:
         target = get_table(name).to_arrow()
     except SchemaError:

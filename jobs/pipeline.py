@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from jobs.config import ConfigError, GtidAuditConfig, load_config
@@ -31,6 +33,7 @@ class Night:
     run_id: str | None
     collected: "object | None" = None   # jobs.collect.CollectSummary
     audited: "object | None" = None     # jobs.audit.AuditOutcome
+    maintained: "list | None" = None    # jobs.maintain.TableMaintenance, one per table
 
     @property
     def exit_code(self) -> int:
@@ -57,7 +60,22 @@ def run_night(config: GtidAuditConfig, *, collect: bool = True, audit: bool = Tr
         night.audited = audit_run(spark, config, run_id=night.run_id, collect_seconds=seconds,
                                   fail_on=fail_on, send_alerts=send_alerts)
         night.run_id = night.audited.run_id
+    if collect and audit and config.maintenance.after_run:
+        night.maintained = _maintain(spark, config)
     return night
+
+
+def _maintain(spark, config: GtidAuditConfig) -> list:
+    """The last step of ``run`` (``maintenance.after_run``): retention, OPTIMIZE, VACUUM. A
+    table that cannot be maintained is logged as an error, never a failed night: the findings
+    and the exit code are the night's outcome (``gtid-audit maintain`` exits 1 for it)."""
+    from jobs.maintain import MaintenanceError, maintain_tables
+
+    try:
+        return maintain_tables(spark, config)
+    except MaintenanceError as exc:
+        log.error("maintenance skipped: %s", exc)
+        return []
 
 
 def _command(args: argparse.Namespace, *, collect: bool, audit: bool) -> int:
@@ -83,17 +101,41 @@ def _command(args: argparse.Namespace, *, collect: bool, audit: bool) -> int:
     return night.exit_code
 
 
-def write_fleet_report(config: GtidAuditConfig, run_id: str):
-    """The run's HTML report next to the alert feed (``jobs.report``); a report that cannot be
-    built is a logged warning, never a failed night. Returns where it was written, or None."""
-    from jobs.report import ReportError, write_report
+#: Longest a report process may take before the night gives up on it (its exit code stands).
+REPORT_TIMEOUT_S = 1800
 
+
+def write_fleet_report(config: GtidAuditConfig, run_id: str):
+    """The run's HTML report next to the alert feed, built by ``gtid-audit report`` in a process
+    of its own (``jobs.report`` reads only the audit's report tables and the findings): a report
+    that cannot be built, or a report process killed for its memory, is a logged warning, never a
+    failed night, and the night's exit code stands. A scheduler may run the same command as a
+    task of its own. Returns where the page was written, or None."""
+    import subprocess
+
+    if config.source_path is None:  # a configuration built in code: no file for the child to read
+        from jobs.report import write_report
+
+        try:
+            return write_report(config.resolved_warehouse(), run_id,
+                                storage_options=dict(config.storage_options or {}) or None, progress=False)
+        except Exception as exc:  # the report never fails the night
+            log.warning("report not written: %s", exc)
+            return None
+    command = [sys.executable, "-m", "jobs.cli", "report", "--config", str(config.source_path), "--run-id", run_id]
     try:
-        return write_report(config.resolved_warehouse(), run_id,
-                            storage_options=dict(config.storage_options or {}) or None)
-    except ReportError as exc:
+        root = str(Path(__file__).resolve().parents[1])  # the child imports this checkout's jobs package
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=REPORT_TIMEOUT_S, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
         log.warning("report not written: %s", exc)
         return None
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        log.warning("report not written (the report process exited with %s): %s", proc.returncode, why)
+        return None
+    lines = proc.stdout.strip().splitlines()
+    return lines[-1] if lines else None
 
 
 def register(subparsers) -> None:

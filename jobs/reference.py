@@ -37,8 +37,9 @@ def tables_markdown() -> str:
     for name, table in sorted(all_tables().items()):
         out.append(f"#### `{name}` (schema version {table.version})")
         out.append("")
-        out.append(f"{table.description} Key: `{', '.join(table.key) or '-'}`; "
-                   f"partitioned by `{', '.join(table.partition_by) or '-'}`.")
+        layout = (f"clustered by `{', '.join(table.cluster_by)}`" if table.cluster_by
+                  else f"partitioned by `{', '.join(table.partition_by) or '-'}`")
+        out.append(f"{table.description} Key: `{', '.join(table.key) or '-'}`; {layout}.")
         out.append("")
         out.append("| column | type | nullable | meaning |")
         out.append("| --- | --- | --- | --- |")

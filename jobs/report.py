@@ -7,13 +7,18 @@ its own findings; a click on an edge shows the evidence), failover readiness whe
 ``failover_readiness`` table exists, trends over the last runs, and every finding in a table
 that filters by severity, cluster and check and links to the check's explanation.
 
-It reads only the Delta tables, through :func:`jobs.delta_io.read_arrow` (delta-rs, no JVM), so
-any past run can be rendered. The graphs are drawn by Graphviz (``dot`` to SVG) and the charts by
-Vega-Lite (rendered to SVG at build time by vl-convert); both are inlined, with the page's own
+It reads, through :func:`jobs.delta_io.scan_arrow` (delta-rs, no JVM) with the run, the columns
+and the filters pushed into the scan, only the report tables the audit made on its executors
+(``report_clusters``, ``report_servers``, ``report_pairs``: ``schemas/report.py``), the findings
+and ``failover_readiness``, never a snapshot table, and keeps a bounded slice of each (the
+clusters it draws, the worst purge horizons), so any past run audited by this version can be
+rendered and the driver's memory does not grow with the fleet. The graphs are drawn by Graphviz
+(``dot`` to SVG) and the charts by Vega-Lite (rendered to SVG at build time by vl-convert); both are inlined, with the page's own
 small script and stylesheet, so the file opens without any network. At fleet scale the healthy
 clusters are listed, not drawn, and the table is paginated in the browser.
 
-:func:`write_report` is what the nightly job calls after a run: the page goes to
+The nightly job runs ``gtid-audit report`` (:func:`write_report`) in a process of its own after a
+run (``jobs.pipeline.write_fleet_report``): the page goes to
 ``<warehouse>/_reports/<run_date>/<run_id>.html``, beside the alert feed.
 """
 from __future__ import annotations
@@ -41,7 +46,6 @@ __all__ = [
     "RunTables",
     "build_model",
     "load_run",
-    "purge_horizon_margins",
     "register",
     "render_html",
     "report_location",
@@ -97,9 +101,8 @@ _STATE_WORDS = {
 
 #: Failover verdicts, best first: the failover_readiness table's vocabulary, from the model itself.
 VERDICTS = tuple(v.value for v in sorted(Verdict, key=lambda v: v.rank))
-_VERDICT_STATE = {"safe": "ok", "safe_after_catch_up": "info", "undetermined": "unknown",
-                  "loses_transactions": "critical", "propagates_errant": "critical", "refuses_siblings": "critical",
-                  "cannot_serve": "critical"}
+_VERDICT_STATE = {v.value: "ok" if v is Verdict.SAFE else "info" if v is Verdict.SAFE_AFTER_CATCH_UP
+                  else "unknown" if v is Verdict.UNDETERMINED else "critical" for v in Verdict}
 
 
 class ReportError(RuntimeError):
@@ -113,71 +116,142 @@ class ReportError(RuntimeError):
 
 @dataclass(frozen=True)
 class RunTables:
-    """The rows of one run the report needs, read from the Delta tables (plain dicts)."""
+    """What the report of one run reads: bounded slices of the tables the audit made for it
+    (``schemas/report.py``) and the run's findings, each with its filters pushed into the read."""
 
     run_id: str
-    run: Mapping[str, Any] | None
     summary: Mapping[str, Any]
-    servers: Sequence[Mapping[str, Any]]
-    channels: Sequence[Mapping[str, Any]]
+    #: report_clusters rows of the clusters with a warning, a critical finding or a failure
+    risky_clusters: Sequence[Mapping[str, Any]]
     findings: Sequence[Mapping[str, Any]]
+    #: report_servers and report_pairs rows of the clusters the page draws
+    servers: Sequence[Mapping[str, Any]] = ()
+    pairs: Sequence[Mapping[str, Any]] = ()
+    #: the healthy clusters: how many, their servers, and the first HEALTHY_LISTED (name, servers), riskiest first
+    healthy_count: int = 0
+    healthy_servers: int = 0
+    healthy_listed: Sequence[tuple[str, int]] = ()
+    #: the fleet's totals, summed from report_clusters
+    servers_total: int = 0
+    servers_failed: int = 0
+    servers_partial: int = 0
     previous_run_id: str | None = None
-    previous_open_keys: frozenset[str] = frozenset()
+    #: open findings of this run that were open in the previous run (None: no previous run)
+    still_open: int | None = None
     #: run_summary rows of the last runs, oldest first (the current one last)
     history: Sequence[Mapping[str, Any]] = ()
     #: open errant_transactions findings of the runs in ``history``
     errant_history: Sequence[Mapping[str, Any]] = ()
     failover: Sequence[Mapping[str, Any]] | None = None
-    binary_logs: Sequence[Mapping[str, Any]] = ()
-    previous_servers: Sequence[Mapping[str, Any]] = ()
-    previous_channels: Sequence[Mapping[str, Any]] = ()
-    previous_binary_logs: Sequence[Mapping[str, Any]] = ()
+    #: the worst HORIZON_ROWS report_pairs rows with a purge horizon, and how many there are
+    horizon: Sequence[Mapping[str, Any]] = ()
+    horizon_total: int = 0
+    #: the previous run's report_pairs rows of the pairs in ``horizon``, by (replica, channel)
+    previous_horizon: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
 
 
-#: The columns the report uses, per table (fewer Python objects at fleet scale); None: all.
+#: The columns the report reads, per table; None: all.
 _COLUMNS: dict[str, tuple[str, ...] | None] = {
-    "servers": ("run_id", "server", "cluster", "status", "host", "port", "aliases", "server_uuid", "version",
-                "gtid_executed", "gtid_purged"),
-    "channels": ("run_id", "server", "channel_name", "source_host", "source_port", "source_uuid", "source_server",
-                 "retrieved_gtid_set", "auto_position", "sql_delay"),
-    "binary_logs": ("run_id", "server", "seq", "log_name", "previous_gtids", "previous_gtids_read"),
+    "findings": ("run_id", "finding_key", "check_id", "severity", "cluster", "server", "source", "channel", "title",
+                 "detail", "gtid_set", "gtid_count", "first_seen", "status", "silenced", "remediation", "evidence"),
     "failover_readiness": ("run_id", "cluster", "source", "candidate", "sibling", "sibling_role", "candidate_rank",
                            "verdict", "verdict_reasons", "sibling_result", "refusal", "lost_count", "errant_count",
                            "catch_up_count", "in_flight_count"),
 }
+_HORIZON_COLUMNS = ("replica", "channel", "source", "lacking_count", "purge_margin", "binary_logs", "start_file",
+                    "reconnect")
+#: Healthy clusters named in the folded group (the others are counted).
+HEALTHY_LISTED = 500
+#: Sources shown in the failover section, and candidates per source.
+MAX_FAILOVER_SOURCES = 50
+MAX_FAILOVER_CANDIDATES = 10
 
 
-def _read(warehouse: str, name: str, run_id: str | None, storage_options, *,
-          where: tuple[str, str] | None = None) -> list[dict[str, Any]] | None:
-    """Rows of table ``name`` (one run), or None when the table does not exist; only the columns
-    of ``_COLUMNS`` that the table has, and only the rows where column == value for ``where``."""
-    import pyarrow.compute as pc
-
-    from jobs.delta_io import TableNotFoundError, read_arrow
+def _scan(warehouse: str, name: str, run_id: str | None, storage_options, *, columns=None, where=None):
+    """Record batches of table ``name`` (one run, ``columns``, rows matching ``where``, all
+    pushed into the read), or None when the table does not exist."""
+    from jobs.delta_io import TableNotFoundError, scan_arrow
 
     try:
-        data = read_arrow(warehouse, name, run_id, storage_options)
+        return scan_arrow(warehouse, name, run_id, storage_options,
+                          columns=columns if columns is not None else _COLUMNS.get(name), where=where)
     except TableNotFoundError:
         return None
-    wanted = _COLUMNS.get(name)
-    if wanted is not None:
-        data = data.select([c for c in wanted if c in data.column_names])
-    if where is not None:
-        data = data.filter(pc.equal(data[where[0]], where[1]))
-    return data.to_pylist()
+
+
+def _rows_of(batches) -> list[dict[str, Any]] | None:
+    if batches is None:
+        return None
+    return [row for b in batches for row in b.to_pylist()]
+
+
+def _is_in(column: str, values: Iterable[str | None]):
+    """``column`` in ``values``, a None among them matching NULL."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
+    values = list(values)
+    named = [v for v in values if v is not None]
+    expr = pads.field(column).isin(pa.array(named, pa.string())) if named else None
+    if None in values:
+        expr = pc.is_null(pads.field(column)) if expr is None else expr | pc.is_null(pads.field(column))
+    return expr if expr is not None else pads.field(column).isin(pa.array([], pa.string()))
+
+
+def _top(batches, sort_keys: Sequence[tuple[str, str]], n: int, key_columns=None) -> tuple[list[dict[str, Any]], int]:
+    """The first ``n`` rows of ``batches`` in ``sort_keys`` order and how many rows there were,
+    holding at most ``n`` rows beside one batch."""
+    import pyarrow as pa
+
+    kept, total = None, 0
+    for batch in batches or ():
+        if batch.num_rows == 0:
+            continue
+        total += batch.num_rows
+        table = pa.Table.from_batches([batch])
+        if key_columns is not None:
+            table = key_columns(table)
+        table = table if kept is None else pa.concat_tables([kept, table])
+        kept = table.sort_by(list(sort_keys)).slice(0, n)
+    return (kept.to_pylist() if kept is not None else []), total
+
+
+def _horizon_keys(table):
+    """Sort columns of purge-horizon rows: refused first, then the smallest margin, the most
+    transactions lacking, the replica and channel."""
+    import pyarrow.compute as pc
+
+    table = table.append_column("_streams", pc.is_valid(table["purge_margin"]))
+    table = table.append_column("_margin", pc.fill_null(table["purge_margin"], 0))
+    return table.append_column("_lacking", pc.fill_null(table["lacking_count"], 0))
+
+
+_HORIZON_ORDER = (("_streams", "ascending"), ("_margin", "ascending"), ("_lacking", "descending"),
+                  ("replica", "ascending"), ("channel", "ascending"))
+
+
+def _cluster_rank(c: Mapping[str, Any]) -> tuple:
+    return (-int(c["risk"]), -int(c["failed"]), c.get("cluster") or NO_CLUSTER)
 
 
 def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
              trend_runs: int = DEFAULT_TREND_RUNS, step: Callable[..., None] | None = None) -> RunTables:
-    """Read what the report of ``run_id`` (None: the newest audited run) needs.
+    """Read what the report of ``run_id`` (None: the newest audited run) needs: the audit's
+    report tables (``report_clusters``, then ``report_servers`` and ``report_pairs`` of the
+    clusters the page draws, the worst purge-horizon rows) and the findings, with partition and
+    status filters pushed into the reads. Never the snapshot tables.
 
     ``step(what, remaining=None)`` is called before each read; ``remaining`` (given once the runs
-    are known) is the number of reads still to come. Raises ReportError when no run was audited
-    or ``run_id`` was not audited.
+    are known) is the number of reads still to come. Raises ReportError when no run was audited,
+    ``run_id`` was not audited, or the run has no report tables (audited by an older version).
     """
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
     step = step or (lambda _what, remaining=None: None)
     step("run_summary")
-    summaries = _read(warehouse, "run_summary", None, storage_options) or []
+    summaries = _rows_of(_scan(warehouse, "run_summary", None, storage_options)) or []
     if not summaries:
         raise ReportError(f"no audited run in {warehouse!r} (run_summary is empty or missing): "
                           "run `gtid-audit run` first")
@@ -194,42 +268,110 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     history = summaries[max(0, position + 1 - trend_runs):position + 1]
     previous_run_id = summaries[position - 1]["run_id"] if position > 0 else None
 
-    tables: dict[str, Any] = {}
-    for i, name in enumerate(("runs", "servers", "channels", "findings", "binary_logs")):
-        step(name, remaining=6 + len(history) - 1 + (3 if previous_run_id else 0) if i == 0 else None)
-        tables[name] = _read(warehouse, name, run_id, storage_options) or []
-    step("failover_readiness")
-    failover = _read(warehouse, "failover_readiness", run_id, storage_options)
+    step("report_clusters", remaining=7 + len(history) - 1 + (2 if previous_run_id else 0))
+    clusters = _scan(warehouse, "report_clusters", run_id, storage_options)
+    if clusters is None:
+        raise ReportError(f"run {run_id!r} has no report tables (report_clusters is missing): audit it again "
+                          "with this version (`gtid-audit audit --run-id ...`)")
+    risky: list[dict[str, Any]] = []
+    healthy: list[tuple[int, str, int]] = []
+    healthy_count = healthy_servers = total = failed = partial = 0
+    for batch in clusters:
+        inventory = pc.sum(batch["inventory_servers"]).as_py() or 0
+        total += inventory
+        failed += (pc.sum(batch["failed"]).as_py() or 0) - ((pc.sum(batch["servers"]).as_py() or 0) - inventory)
+        partial += pc.sum(batch["partial"]).as_py() or 0
+        loud = pc.or_(pc.or_(pc.greater(batch["critical"], 0), pc.greater(batch["warning"], 0)),
+                      pc.greater(batch["failed"], 0))
+        risky.extend(batch.filter(loud).to_pylist())
+        calm = batch.filter(pc.invert(loud)).select(["cluster", "servers"])
+        healthy_count += calm.num_rows
+        healthy_servers += pc.sum(calm["servers"]).as_py() or 0
+        healthy = sorted(healthy + [(-r["risk"], r["cluster"] or NO_CLUSTER, r["servers"])
+                                    for r in batch.filter(pc.invert(loud)).select(["cluster", "servers", "risk"])
+                                    .to_pylist()])[:HEALTHY_LISTED]
+    risky.sort(key=_cluster_rank)
+    drawn = [c.get("cluster") for c in risky[:MAX_GRAPHS]]
 
+    step("report_servers")
+    servers = _rows_of(_scan(warehouse, "report_servers", run_id, storage_options,
+                             columns=("cluster", "server", "status"), where=_is_in("cluster", drawn))) or []
+    step("report_pairs")
+    pairs = _rows_of(_scan(warehouse, "report_pairs", run_id, storage_options,
+                           where=_is_in("cluster", drawn))) or []
+    step("purge horizon")
+    horizon, horizon_total = _top(
+        _scan(warehouse, "report_pairs", run_id, storage_options, columns=_HORIZON_COLUMNS,
+              where=pc.is_valid(pads.field("reconnect"))), _HORIZON_ORDER, HORIZON_ROWS, _horizon_keys)
+    horizon = [{k: v for k, v in r.items() if not k.startswith("_")} for r in horizon]
+    step("findings")
+    findings = _rows_of(_scan(warehouse, "findings", run_id, storage_options)) or []
+    step("failover_readiness")
+    failover = _failover_rows(warehouse, run_id, storage_options, findings)
+
+    is_open = pads.field("status") == "open"
     errant_history: list[dict[str, Any]] = []
-    previous_open: frozenset[str] = frozenset()
+    errant_columns = ("run_id", "cluster", "server", "gtid_set", "gtid_count")
     for past in history:
         rid = past["run_id"]
         if rid == run_id:
-            rows = tables["findings"]
-        else:
-            step(f"findings of {rid}")
-            rows = _read(warehouse, "findings", rid, storage_options, where=("status", "open")) or []
-        if rid == previous_run_id:
-            previous_open = frozenset(r["finding_key"] for r in rows if r["status"] == "open")
-        errant_history.extend(r for r in rows if r["check_id"] == "errant_transactions" and r["status"] == "open")
-    if previous_run_id is not None and previous_run_id not in {h["run_id"] for h in history}:
-        rows = _read(warehouse, "findings", previous_run_id, storage_options, where=("status", "open")) or []
-        previous_open = frozenset(r["finding_key"] for r in rows if r["status"] == "open")
+            errant_history.extend(f for f in findings if f["check_id"] == "errant_transactions"
+                                  and f["status"] == "open")
+            continue
+        step(f"findings of {rid}")
+        errant_history.extend(_rows_of(_scan(
+            warehouse, "findings", rid, storage_options, columns=errant_columns,
+            where=is_open & (pads.field("check_id") == "errant_transactions"))) or [])
 
-    previous = {"servers": [], "channels": [], "binary_logs": []}
+    still_open = None
+    previous_horizon: dict[tuple[str, str], dict[str, Any]] = {}
     if previous_run_id is not None:
-        for name in previous:
-            step(f"{name} of {previous_run_id}")
-            previous[name] = _read(warehouse, name, previous_run_id, storage_options) or []
-    runs = tables["runs"]
+        step(f"open findings of {previous_run_id}")
+        open_now = [f["finding_key"] for f in findings if f["status"] == "open"]
+        still_open = 0
+        if open_now:
+            import pyarrow as pa
+
+            for batch in _scan(warehouse, "findings", previous_run_id, storage_options, columns=("finding_key",),
+                               where=is_open & pads.field("finding_key").isin(pa.array(open_now, pa.string()))) or ():
+                still_open += batch.num_rows
+        step(f"purge horizon of {previous_run_id}")
+        for r in _rows_of(_scan(warehouse, "report_pairs", previous_run_id, storage_options, columns=_HORIZON_COLUMNS,
+                                where=pc.is_valid(pads.field("reconnect"))
+                                & _is_in("replica", {h["replica"] for h in horizon}))) or []:
+            previous_horizon[(r["replica"], r["channel"])] = r
     return RunTables(
-        run_id=run_id, run=runs[0] if runs else None, summary=by_id[run_id], servers=tables["servers"],
-        channels=tables["channels"], findings=tables["findings"], previous_run_id=previous_run_id,
-        previous_open_keys=previous_open, history=history, errant_history=errant_history,
-        failover=failover, binary_logs=tables["binary_logs"], previous_servers=previous["servers"],
-        previous_channels=previous["channels"], previous_binary_logs=previous["binary_logs"],
+        run_id=run_id, summary=by_id[run_id], risky_clusters=risky, findings=findings, servers=servers,
+        pairs=pairs, healthy_count=healthy_count, healthy_servers=healthy_servers, healthy_listed=[(name, n) for _, name, n in healthy],
+        servers_total=total, servers_failed=failed, servers_partial=partial, previous_run_id=previous_run_id,
+        still_open=still_open, history=history, errant_history=errant_history, failover=failover,
+        horizon=horizon, horizon_total=horizon_total, previous_horizon=previous_horizon,
     )
+
+
+def _failover_rows(warehouse: str, run_id: str, storage_options,
+                   findings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """The failover_readiness rows the section shows (None: no such table): at most
+    MAX_FAILOVER_SOURCES sources, those with a failover finding first, then by name, and their
+    MAX_FAILOVER_CANDIDATES best candidates; without the GTID-set columns."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
+    batches = _scan(warehouse, "failover_readiness", run_id, storage_options, columns=("source",),
+                    where=pads.field("candidate_rank") == 1)
+    if batches is None:
+        return None
+    names: set[str] = set()
+    for batch in batches:
+        names.update(pc.unique(batch["source"]).to_pylist())
+    flagged = {f["source"] if f["check_id"] == "failover_candidate_unsafe" else f["server"] for f in findings
+               if f["status"] == "open" and f["check_id"] in _FAILOVER_CHECKS}
+    chosen = sorted(names, key=lambda s: (s not in flagged, s))[:MAX_FAILOVER_SOURCES]
+    if not chosen:
+        return []
+    return _rows_of(_scan(warehouse, "failover_readiness", run_id, storage_options,
+                          where=_is_in("source", chosen)
+                          & (pads.field("candidate_rank") <= MAX_FAILOVER_CANDIDATES))) or []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,30 +450,21 @@ class Pair:
 
 @dataclass
 class Cluster:
-    """One cluster: its servers, its pairs, its open findings and its risk."""
+    """One cluster with a warning, a critical finding or a failure: its counts (from
+    ``report_clusters``), and for a drawn cluster its servers and pairs."""
 
     name: str
+    server_count: int = 0
+    pair_count: int = 0
+    failed: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SEVERITIES})
+    risk: int = 0
     servers: list[str] = field(default_factory=list)
     pairs: list[Pair] = field(default_factory=list)
-    open_findings: list[Mapping[str, Any]] = field(default_factory=list)
-    failed: int = 0
-
-    @property
-    def counts(self) -> dict[str, int]:
-        out = {s: 0 for s in SEVERITIES}
-        for f in self.open_findings:
-            if not f.get("silenced"):
-                out[f["severity"]] = out.get(f["severity"], 0) + 1
-        return out
-
-    @property
-    def risk(self) -> int:
-        return sum(_RISK_WEIGHT.get(s, 0) * n for s, n in self.counts.items())
 
     @property
     def healthy(self) -> bool:
-        counts = self.counts
-        return counts["critical"] == 0 and counts["warning"] == 0 and self.failed == 0
+        return self.counts["critical"] == 0 and self.counts["warning"] == 0 and self.failed == 0
 
 
 @dataclass
@@ -350,62 +483,43 @@ class Model:
     new: int
     resolved: int
     previous_run_id: str | None
+    #: the clusters with a warning, a critical finding or a failure, riskiest first
     clusters: list[Cluster]
     server_state: dict[str, str]
     server_cluster: dict[str, str]
     server_status: dict[str, str]
     server_findings: dict[str, list[Mapping[str, Any]]]
     findings: list[Mapping[str, Any]]
-
-
-def _source_of_channels(servers: Sequence[Mapping[str, Any]], channels: Sequence[Mapping[str, Any]],
-                        findings: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str | None]:
-    """(replica, channel) -> inventory name of its source.
-
-    The channels table's ``source_server`` (the collector's resolution) when the column exists
-    and is set; otherwise the source the audit named in a pair finding of that channel;
-    otherwise the server whose host:port, alias or server_uuid matches the channel's.
-    """
-    from_findings = {(f["server"], f.get("channel") or ""): f["source"] for f in findings
-                     if f.get("source") and f.get("channel") is not None}
-    by_address: dict[tuple[str, int], str] = {}
-    by_uuid: dict[str, str] = {}
-    for s in servers:
-        if s.get("host") and s.get("port"):
-            by_address[(str(s["host"]).lower(), int(s["port"]))] = s["server"]
-        for alias in (s.get("aliases") or "").split(","):
-            host, _, port = alias.strip().rpartition(":")
-            if host and port.isdigit():
-                by_address.setdefault((host.lower(), int(port)), s["server"])
-        if s.get("server_uuid"):
-            by_uuid[str(s["server_uuid"]).lower()] = s["server"]
-    out: dict[tuple[str, str], str | None] = {}
-    for c in channels:
-        key = (c["server"], c.get("channel_name") or "")
-        source = c.get("source_server") or from_findings.get(key)
-        if source is None and c.get("source_uuid"):
-            source = by_uuid.get(str(c["source_uuid"]).lower())
-        if source is None and c.get("source_host") and c.get("source_port"):
-            source = by_address.get((str(c["source_host"]).lower(), int(c["source_port"])))
-        out[key] = source
-    return out
+    healthy_count: int = 0
+    healthy_servers: int = 0
+    healthy_listed: Sequence[tuple[str, int]] = ()
 
 
 def build_model(data: RunTables) -> Model:
-    """The page's content from one run's rows (pure: no I/O)."""
+    """The page's content from one run's rows (pure: no I/O). Every pair's source is the
+    ``report_pairs`` row's (the collector's ``channels.source_server``); a pair known only from an
+    open finding (its replica was not collected now) takes the finding's source."""
     summary = data.summary
-    server_cluster = {s["server"]: s.get("cluster") or NO_CLUSTER for s in data.servers}
-    server_status = {s["server"]: s.get("status") or "failed" for s in data.servers}
-    for f in data.findings:  # a server known only from a finding (e.g. carried over)
-        server_cluster.setdefault(f["server"], f.get("cluster") or NO_CLUSTER)
+    drawn_servers = {s["server"] for s in data.servers}
+    server_cluster: dict[str, str] = {}
+    server_status: dict[str, str] = {}
+    for s in data.servers:
+        server_cluster[s["server"]] = s.get("cluster") or NO_CLUSTER
+        if s.get("status") is not None:
+            server_status[s["server"]] = s["status"]
+    for p in data.pairs:  # the sources of the drawn pairs, wherever they are
+        if p.get("source") is not None and p.get("source_status") is not None:
+            server_cluster.setdefault(p["source"], p.get("source_cluster") or NO_CLUSTER)
+            server_status.setdefault(p["source"], p["source_status"])
     open_rows = [f for f in data.findings if f["status"] == "open"]
 
-    sources = _source_of_channels(data.servers, data.channels, data.findings)
     pairs: dict[tuple[str, str], Pair] = {}
-    delays = {(c["server"], c.get("channel_name") or ""): c.get("sql_delay") for c in data.channels}
-    for (replica, channel), source in sources.items():
-        pairs[(replica, channel)] = Pair(replica, channel, source, server_cluster.get(replica, NO_CLUSTER),
-                                         delay_s=int(delays.get((replica, channel)) or 0) or None)
+    for p in data.pairs:
+        pair = Pair(p["replica"], p["channel"] or "", p.get("source"), p.get("cluster") or NO_CLUSTER,
+                    delay_s=int(p.get("sql_delay") or 0) or None)
+        pair.state = "ok" if (pair.source is not None and p.get("replica_status") in ("ok", "partial")
+                              and p.get("source_status") in ("ok", "partial")) else "unknown"
+        pairs[(pair.replica, pair.channel)] = pair
     server_findings: dict[str, list[Mapping[str, Any]]] = {}
     for f in open_rows:
         if f.get("source") is None:
@@ -413,49 +527,52 @@ def build_model(data: RunTables) -> Model:
             continue
         key = (f["server"], f.get("channel") or "")
         pair = pairs.get(key)
-        if pair is None:  # a pair known only from its finding (the replica was not collected now)
-            pair = pairs[key] = Pair(f["server"], key[1], f["source"], server_cluster.get(f["server"], NO_CLUSTER))
+        if pair is None:
+            if f["server"] not in drawn_servers:
+                continue  # not in a drawn cluster
+            # a pair known only from its finding (the replica was not collected now)
+            pair = pairs[key] = Pair(f["server"], key[1], f["source"], server_cluster[f["server"]])
         pair.findings.append(f)
     for pair in pairs.values():
         pair.findings.sort(key=lambda f: (_SEV_RANK.get(f["severity"], 9), f["check_id"]))
-        known = (pair.source is not None and server_status.get(pair.replica) in ("ok", "partial")
-                 and server_status.get(pair.source) in ("ok", "partial"))
-        pair.state = _state(pair.findings, known)
+        pair.state = _state(pair.findings, pair.state == "ok")
     server_state = {name: _state(server_findings.get(name, []), server_status.get(name) in ("ok", "partial"))
                     for name in server_cluster}
 
     clusters: dict[str, Cluster] = {}
-    for name, cluster in sorted(server_cluster.items()):
-        c = clusters.setdefault(cluster, Cluster(cluster))
-        c.servers.append(name)
-        if server_status.get(name, "failed") == "failed":
-            c.failed += 1
+    for row in data.risky_clusters:
+        name = row.get("cluster") or NO_CLUSTER
+        clusters[name] = Cluster(name, server_count=int(row["servers"]), pair_count=int(row["pairs"]),
+                                 failed=int(row["failed"]), risk=int(row["risk"]),
+                                 counts={s: int(row[s]) for s in SEVERITIES})
+    for s in sorted(data.servers, key=lambda s: s["server"]):
+        c = clusters.get(s.get("cluster") or NO_CLUSTER)
+        if c is not None:
+            c.servers.append(s["server"])
     for pair in pairs.values():
-        clusters.setdefault(pair.cluster, Cluster(pair.cluster)).pairs.append(pair)
-    for f in open_rows:
-        clusters.setdefault(f.get("cluster") or NO_CLUSTER, Cluster(f.get("cluster") or NO_CLUSTER)).open_findings.append(f)
-    ranked = sorted(clusters.values(), key=lambda c: (-c.risk, -c.failed, c.name))
+        c = clusters.get(pair.cluster)
+        if c is not None:
+            c.pairs.append(pair)
 
     loud = [f for f in open_rows if not f.get("silenced")]
     counts = {s: sum(1 for f in loud if f["severity"] == s) for s in SEVERITIES}
-    new = sum(1 for f in open_rows if f["finding_key"] not in data.previous_open_keys)
+    new = len(open_rows) - (data.still_open or 0)
     resolved = sum(1 for f in data.findings if f["status"] == "resolved")
-    statuses = [s.get("status") for s in data.servers]
     audited_at = summary.get("audited_at")
     return Model(
         run_id=data.run_id,
         run_date=str(summary.get("run_date")),
         audited_at=audited_at.strftime("%Y-%m-%d %H:%M UTC") if isinstance(audited_at, dt.datetime) else str(audited_at),
-        servers_total=len(data.servers),
-        servers_failed=statuses.count("failed"),
-        servers_partial=statuses.count("partial"),
+        servers_total=data.servers_total,
+        servers_failed=data.servers_failed,
+        servers_partial=data.servers_partial,
         pairs_audited=int(summary.get("pairs_audited") or 0),
         counts=counts,
         silenced=sum(1 for f in open_rows if f.get("silenced")),
-        new=new if data.previous_run_id is not None else len(open_rows),
+        new=new,
         resolved=resolved,
         previous_run_id=data.previous_run_id,
-        clusters=ranked,
+        clusters=list(clusters.values()),
         server_state=server_state,
         server_cluster=server_cluster,
         server_status=server_status,
@@ -463,80 +580,10 @@ def build_model(data: RunTables) -> Model:
         findings=sorted(data.findings, key=lambda f: (f["status"] != "open", _SEV_RANK.get(f["severity"], 9),
                                                      f.get("cluster") or "", f["check_id"], f["server"],
                                                      f.get("channel") or "")),
+        healthy_count=data.healthy_count,
+        healthy_servers=data.healthy_servers,
+        healthy_listed=data.healthy_listed,
     )
-
-
-def purge_horizon_margins(servers: Sequence[Mapping[str, Any]], channels: Sequence[Mapping[str, Any]],
-                          binary_logs: Sequence[Mapping[str, Any]],
-                          sources: Mapping[tuple[str, str], str | None]) -> dict[tuple[str, str], dict[str, Any]]:
-    """For each replica channel that lacks transactions of its source: how many transactions it
-    lacks and how many binary logs the source can still purge before it refuses the replica.
-
-    The margin is the position, in SHOW BINARY LOGS, of the file the source would stream from on
-    a reconnect (:func:`gtid_core.simulate_auto_position_reconnect`); ``None`` means the source
-    would already refuse it (the audit reports why). Pairs with any unknown input (a set not read,
-    a Previous_gtids not read, an unparseable value) are left out: unknown is not a margin.
-    A running replica always lacks what its source committed since the replica was read, so a
-    small count with a large margin is ordinary replication, not a problem.
-    """
-    from gtid_core import GtidSet, ServerSnapshot, simulate_auto_position_reconnect
-    from gtid_core.errors import GtidCoreError
-    from gtid_core.reconnect import ReconnectKind, announced_gtid_set
-    from gtid_core.versions import MySQLVersion
-
-    by_name = {s["server"]: s for s in servers if s.get("status") in ("ok", "partial")}
-    logs_of: dict[str, list[Mapping[str, Any]]] = {}
-    for b in binary_logs:
-        logs_of.setdefault(b["server"], []).append(b)
-    executed_cache: dict[str, Any] = {}
-
-    def executed(name: str):
-        if name not in executed_cache:
-            text = by_name[name].get("gtid_executed")
-            executed_cache[name] = GtidSet.parse(text) if text is not None else None
-        return executed_cache[name]
-
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for c in channels:
-        key = (c["server"], c.get("channel_name") or "")
-        source = sources.get(key)
-        if source not in by_name or c["server"] not in by_name or c.get("auto_position") is False:
-            continue
-        try:
-            src_executed, rep_executed = executed(source), executed(c["server"])
-            if src_executed is None or rep_executed is None or c.get("retrieved_gtid_set") is None:
-                continue
-            if src_executed.is_subset(rep_executed):  # applied everything: nothing to lack (fast path)
-                continue
-            version_text = by_name[c["server"]].get("version")
-            announced = announced_gtid_set(rep_executed, GtidSet.parse(c["retrieved_gtid_set"]),
-                                           replica_version=MySQLVersion.parse(version_text) if version_text else None)
-            needed = src_executed - announced
-            if not needed:
-                continue
-            logs = logs_of.get(source)
-            if not logs or any(not b.get("previous_gtids_read") for b in logs):
-                continue
-            logs = sorted(logs, key=lambda b: b["seq"])
-            src = by_name[source]
-            snapshot = ServerSnapshot.from_rows(
-                {k: src.get(k) for k in ("server_uuid", "version", "gtid_executed", "gtid_purged")},
-                binary_logs=[{"Log_name": b["log_name"], "Previous_gtids": b.get("previous_gtids") or ""}
-                             for b in logs],
-                name=source)
-        except (GtidCoreError, ValueError) as exc:
-            log.debug("purge horizon of %s channel %r: %s", c["server"], key[1], exc)
-            continue
-        outcome = simulate_auto_position_reconnect(snapshot, announced)
-        if outcome.kind is ReconnectKind.STREAMS and outcome.start_file is not None:
-            margin = [b["log_name"] for b in logs].index(outcome.start_file)
-        elif outcome.refused:
-            margin = None
-        else:
-            continue
-        out[key] = {"replica": c["server"], "channel": key[1], "source": source, "lacking": needed.count(),
-                    "margin": margin, "binary_logs": len(logs), "start_file": outcome.start_file}
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -790,15 +837,17 @@ def _failover_section(rows: Sequence[Mapping[str, Any]] | None,
             f'{"".join(blocks)}</section>')
 
 
-def _horizon_section(margins: Mapping[tuple[str, str], Mapping[str, Any]],
+def _horizon_section(rows: Sequence[Mapping[str, Any]], total: int,
                      previous: Mapping[tuple[str, str], Mapping[str, Any]], has_previous: bool) -> str:
-    if not margins:
+    """The purge-horizon table: ``rows`` are the worst ``report_pairs`` rows with a reconnect
+    outcome (refused first, then by margin), ``total`` how many there are, ``previous`` the
+    previous run's rows of the same pairs."""
+    if not rows:
         return ('<h3>Purge horizon</h3><p class="muted">No replica lacks transactions its source can still '
                 'send, or the data to tell is missing.</p>')
-    rows = sorted(margins.values(), key=lambda m: (m["margin"] is not None, m["margin"] or 0, -m["lacking"],
-                                                   m["replica"], m["channel"]))
     body = []
     for m in rows[:HORIZON_ROWS]:
+        m = {**m, "margin": m["purge_margin"], "lacking": m["lacking_count"] or 0}
         if m["margin"] is None:
             margin, state = "refused now", "critical"
         else:
@@ -809,12 +858,13 @@ def _horizon_section(margins: Mapping[tuple[str, str], Mapping[str, Any]],
         elif before is None:
             was = "caught up or unknown"
         else:
-            was = ("refused" if before["margin"] is None else f'{before["margin"]} logs') + f', {before["lacking"]} trx'
+            was = (("refused" if before["purge_margin"] is None else f'{before["purge_margin"]} logs')
+                   + f', {before["lacking_count"] or 0} trx')
         body.append(f'<tr><td>{_esc(m["replica"])}</td><td>{_esc(m["channel"] or "(default)")}</td>'
                     f'<td>{_esc(m["source"])}</td><td class="num">{m["lacking"]:,}</td>'
                     f'<td>{_badge(state, margin)}</td><td>{_esc(m["start_file"] or "-")}</td>'
                     f'{"<td>" + _esc(was) + "</td>" if has_previous else ""}</tr>')
-    more = f'<p class="muted">{len(rows) - HORIZON_ROWS} more not shown.</p>' if len(rows) > HORIZON_ROWS else ""
+    more = f'<p class="muted">{total - HORIZON_ROWS} more not shown.</p>' if total > HORIZON_ROWS else ""
     return ('<h3>Purge horizon: replicas that lack source transactions</h3>'
             '<p class="muted">margin = binary logs the source can still purge before it refuses the replica '
             '(0: the next purge of the oldest file). A running replica always lacks what was committed after '
@@ -863,11 +913,10 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
     ]
     tiles_html = "".join(f'<div class="tile state-{s}"><div class="value">{_esc(v)}</div>'
                          f'<div class="label">{_esc(k)}</div></div>' for k, v, s in tiles)
-    risky = [c for c in model.clusters if not c.healthy]
-    healthy = [c for c in model.clusters if c.healthy]
+    risky = model.clusters
     rank_rows = "".join(
         f'<tr><td>{i}</td><td><a href="#cluster-{_element_id("c", c.name)}">{_esc(c.name)}</a></td>'
-        f'<td class="num">{len(c.servers):,}</td><td class="num">{c.failed:,}</td>'
+        f'<td class="num">{c.server_count:,}</td><td class="num">{c.failed:,}</td>'
         f'<td class="num">{c.counts["critical"]:,}</td><td class="num">{c.counts["warning"]:,}</td>'
         f'<td class="num">{c.counts["info"]:,}</td><td class="num">{c.risk:,}</td></tr>'
         for i, c in enumerate(risky[:RANKED_CLUSTERS], 1))
@@ -881,7 +930,7 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
     for n, c in enumerate(risky):
         anchor = f'cluster-{_element_id("c", c.name)}'
         counts = c.counts
-        head = (f'{_esc(c.name)} <span class="muted">{_count(len(c.servers), "server")}, {_count(len(c.pairs), "channel")}</span> '
+        head = (f'{_esc(c.name)} <span class="muted">{_count(c.server_count, "server")}, {_count(c.pair_count, "channel")}</span> '
                 + (_badge("critical", f"{counts['critical']} critical") if counts["critical"] else "")
                 + (_badge("warning", f"{counts['warning']} warning") if counts["warning"] else "")
                 + (_badge("unknown", f"{c.failed} not collected") if c.failed else ""))
@@ -894,10 +943,12 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
         sections.append(f'<details class="cluster" id="{anchor}"{opened} data-cluster="{_esc(c.name)}">'
                         f'<summary>{head}</summary>{body}</details>')
     healthy_html = ""
-    if healthy:
-        items = ", ".join(f"{_esc(c.name)} ({len(c.servers):,})" for c in healthy)
-        healthy_html = (f'<details class="cluster healthy"><summary>{_count(len(healthy), "healthy cluster")} '
-                        f'({sum(len(c.servers) for c in healthy):,} servers): every server collected, every pair '
+    if model.healthy_count:
+        items = ", ".join(f"{_esc(name)} ({n:,})" for name, n in model.healthy_listed)
+        if model.healthy_count > len(model.healthy_listed):
+            items += f", and {model.healthy_count - len(model.healthy_listed):,} more"
+        healthy_html = (f'<details class="cluster healthy"><summary>{_count(model.healthy_count, "healthy cluster")} '
+                        f'({model.healthy_servers:,} servers): every server collected, every pair '
                         f'audited without a warning or critical finding</summary><p>{items}</p></details>')
     legend = "".join(f'<span class="legend-item"><span class="swatch" style="background:{COLOURS[s]}"></span>'
                      f'{_esc(_STATE_WORDS[s])}</span>' for s in COLOURS)
@@ -983,19 +1034,15 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
         data = load_run(warehouse, run_id, storage_options=storage_options, trend_runs=trend_runs, step=step)
         step("model")
         model = build_model(data)
-        drawn = [c for c in model.clusters if not c.healthy][:MAX_GRAPHS]
+        drawn = model.clusters[:MAX_GRAPHS]
         step(f"graphs of {len(drawn)} clusters")
         graphs = draw_graphs(drawn, model)
         step("charts")
         charts = trend_charts(data)
-        step("purge horizon")
-        sources = {(p.replica, p.channel): p.source for c in model.clusters for p in c.pairs}
-        margins = purge_horizon_margins(data.servers, data.channels, data.binary_logs, sources)
-        previous = purge_horizon_margins(data.previous_servers, data.previous_channels, data.previous_binary_logs,
-                                         _source_of_channels(data.previous_servers, data.previous_channels, []))
         step("page")
         page = render_html(model, graphs, charts, failover=data.failover,
-                           horizon=_horizon_section(margins, previous, data.previous_run_id is not None))
+                           horizon=_horizon_section(data.horizon, data.horizon_total, data.previous_horizon,
+                                                    data.previous_run_id is not None))
         target = str(out) if out is not None else report_location(warehouse, model.run_date, model.run_id)
         where = _write(target, page)
     log.info("report of run %s written to %s (%d bytes, %.1f s)", model.run_id, where, len(page.encode()),

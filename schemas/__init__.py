@@ -1,7 +1,7 @@
 """One versioned schema per Delta table (see ``schemas.base`` for the framework).
 
 ``schemas.collection`` holds the tables of ``gtid-audit collect``; ``schemas.audit`` the tables
-of ``gtid-audit audit``; ``schemas.failover`` the failover_readiness table. Importing this package registers them all.
+of ``gtid-audit audit``; ``schemas.failover`` the failover_readiness table; ``schemas.report`` the report's input tables. Importing this package registers them all.
 """
 from schemas.base import (
     SCHEMA_VERSION_PROPERTY,
@@ -15,7 +15,7 @@ from schemas.base import (
     run_columns,
     server_columns,
 )
-from schemas import audit, collection, failover  # noqa: F401  (registers the tables)
+from schemas import audit, collection, failover, report  # noqa: F401  (registers the tables)
 
 __all__ = [
     "SCHEMA_VERSION_PROPERTY",

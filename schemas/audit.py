@@ -1,4 +1,4 @@
-"""The four tables written by ``gtid-audit audit``: findings, alerts, uuid_registry, run_summary.
+"""The tables written by ``gtid-audit audit``: findings, findings_latest, alerts, uuid_registry, run_summary.
 
 ``findings`` is the contract dashboards and alerts use (documented in docs/audit.md): one row per
 finding per run, open or resolved, with a stable ``finding_key``. Structured values the schema
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from schemas.base import Column, LogicalType as L, TableSchema, register, run_columns
 
-__all__ = ["FINDINGS", "ALERTS", "UUID_REGISTRY", "RUN_SUMMARY", "AUDIT_TABLES"]
+__all__ = ["FINDINGS", "FINDINGS_LATEST", "ALERTS", "UUID_REGISTRY", "RUN_SUMMARY", "AUDIT_TABLES"]
 
 C = Column
 
@@ -43,6 +43,18 @@ FINDINGS = register(TableSchema(
         C("check_version", L.INT32, True, "version of the check's logic that produced the row"),
         C("evidence", L.STRING, True, "the sets and values the check compared, JSON object"),
     ),
+))
+
+FINDINGS_LATEST = register(TableSchema(
+    name="findings_latest",
+    version=1,
+    description="One row per finding_key: its row of the newest audited run that had it (open, or "
+                "resolved once it went away), MERGEd on finding_key after each audit. Not "
+                "partitioned, clustered by check and severity: the on-call panel reads it whole.",
+    partition_by=(),
+    cluster_by=("severity", "check_id", "cluster"),
+    key=("finding_key",),
+    columns=FINDINGS.columns,
 ))
 
 ALERTS = register(TableSchema(
@@ -118,4 +130,4 @@ RUN_SUMMARY = register(TableSchema(
     ),
 ))
 
-AUDIT_TABLES = (FINDINGS, ALERTS, UUID_REGISTRY, RUN_SUMMARY)
+AUDIT_TABLES = (FINDINGS, FINDINGS_LATEST, ALERTS, UUID_REGISTRY, RUN_SUMMARY)

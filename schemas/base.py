@@ -128,7 +128,8 @@ def server_columns() -> tuple[Column, ...]:
 @dataclass(frozen=True)
 class TableSchema:
     """A versioned table definition. ``key`` is the set of columns that identify a row inside
-    one run (used by tests and idempotent rewrites); ``partition_by`` are Delta partitions."""
+    one run (used by tests and idempotent rewrites); ``partition_by`` are Delta partitions;
+    ``cluster_by`` are Delta clustering columns, for small tables that are not partitioned."""
 
     name: str
     version: int
@@ -136,6 +137,7 @@ class TableSchema:
     description: str
     partition_by: tuple[str, ...] = ("run_date",)
     key: tuple[str, ...] = ()
+    cluster_by: tuple[str, ...] = ()
     _by_name: Mapping[str, Column] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -148,7 +150,10 @@ class TableSchema:
             if col.name in by_name:
                 raise SchemaError(f"table {self.name!r}: duplicate column {col.name!r}")
             by_name[col.name] = col
-        for group, names in (("partition_by", self.partition_by), ("key", self.key)):
+        if self.partition_by and self.cluster_by:
+            raise SchemaError(f"table {self.name!r}: a table is partitioned or clustered, not both")
+        for group, names in (("partition_by", self.partition_by), ("key", self.key),
+                             ("cluster_by", self.cluster_by)):
             for n in names:
                 if n not in by_name:
                     raise SchemaError(f"table {self.name!r}: {group} names unknown column {n!r}")

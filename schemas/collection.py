@@ -91,7 +91,7 @@ SERVERS = register(TableSchema(
 
 CHANNELS = register(TableSchema(
     name="channels",
-    version=2,
+    version=3,
     description="One row per replica channel (SHOW REPLICA STATUS / SHOW SLAVE STATUS row), "
                 "joined with performance_schema receiver state and applier configuration.",
     key=("run_id", "server", "channel_name"),
@@ -149,13 +149,25 @@ CHANNELS = register(TableSchema(
         C("assign_gtids_to_anonymous_transactions_value", L.STRING, True,
           "replication_applier_configuration.ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE (8.0.23+)"),
         C("relay_tail_file", L.STRING, True, "newest relay log file whose tail was read"),
-        C("relay_tail_start_pos", L.INT64, True, "position the tail read started from"),
+        C("relay_tail_start_pos", L.INT64, True,
+          "position the tail read started from: Relay_Log_Pos (8.0.2+, newest file = applier's), "
+          "NULL = the file's first event"),
         C("relay_tail_events", L.INT32, True, "events stored in relay_log_tail for this channel"),
         C("relay_tail_first_event", L.INT64, True,
-          "offset (in events after relay_tail_start_pos) of the first stored event"),
+          "events after relay_tail_start_pos that were read past and not stored (the offset of the "
+          "first stored event): above 0, the stored events may start inside a transaction whose "
+          "Gtid event was dropped; NULL when truncated"),
         C("relay_tail_truncated", L.BOOL, True,
-          "true if the end of the newest relay log could not be read (the tail's completeness is "
-          "unknown); false when the stored events end at the end of the relay log"),
+          "true if the end of the newest relay log could not be read (scan bound or a failed "
+          "statement; nothing is stored then); false when the stored events end at its end"),
+        C("relay_tail_scanned_events", L.INT64, True,
+          "events the server was asked to decode for this tail (probe offsets + rows listed, an "
+          "upper bound); at most collection.relay_tail_max_scan_events"),
+        C("applier_event_type", L.STRING, True,
+          "Event_type of the event at Relay_Log_File:Relay_Log_Pos (the applier's group start); "
+          "read only when the stored tail ends in a group whose Gtid-type event it lacks"),
+        C("applier_event_gtid", L.STRING, True,
+          "the GTID that event announces when it is a Gtid-type event (ANONYMOUS for Anonymous_Gtid)"),
     ),
 ))
 
@@ -178,21 +190,28 @@ BINARY_LOGS = register(TableSchema(
 
 RELAY_LOG_TAIL = register(TableSchema(
     name="relay_log_tail",
-    version=2,
+    version=3,
     description="The last events of each channel's newest relay log (SHOW RELAYLOG EVENTS), at "
                 "most collection.relay_tail_max_events of them, ending at the end of the file: "
                 "enough for the transaction boundary parser to tell whether the relay log ends "
-                "inside a transaction.",
-    key=("run_id", "server", "channel_name", "log_name", "pos"),
+                "inside a transaction. Sanitized: no statement text and no row data (no Info); "
+                "Gtid-type events keep their GTID, Query events their class.",
+    key=("run_id", "server", "channel_name", "seq"),
     columns=server_columns() + (
         C("channel_name", L.STRING, False, "Channel_Name; '' is the default channel"),
         C("seq", L.INT32, False, "offset of the event after the tail's start position (order)"),
         C("log_name", L.STRING, False, "Log_name"),
-        C("pos", L.INT64, False, "Pos"),
+        C("pos", L.INT64, False,
+          "Pos (events decompressed from a Transaction_payload share the Pos of the event after it)"),
         C("event_type", L.STRING, False, "Event_type"),
         C("event_server_id", L.INT64, True, "Server_id of the event"),
-        C("end_log_pos", L.INT64, True, "End_log_pos"),
-        C("info", L.STRING, True, "Info"),
+        C("end_log_pos", L.INT64, True, "End_log_pos (the position in the source's binary log)"),
+        C("gtid", L.STRING, True,
+          "Gtid-type events: the GTID they announce, server text (ANONYMOUS for Anonymous_Gtid; "
+          "NULL when the Info did not read as SET @@SESSION.GTID_NEXT= '...')"),
+        C("query_kind", L.STRING, True,
+          "Query events: BEGIN, COMMIT, ROLLBACK, XA START, XA END, XA COMMIT, XA ROLLBACK or "
+          "'statement' (its text is not kept)"),
     ),
 ))
 
@@ -205,8 +224,9 @@ COLLECTION_ERRORS = register(TableSchema(
     columns=server_columns() + (
         C("seq", L.INT32, False, "order of the error for this server"),
         C("error_class", L.STRING, False,
-          "unreachable, timeout, auth_failed, gtid_mode_off, unparseable_value, "
-          "privilege_missing, unexpected"),
+          "unreachable, timeout, auth_failed, privilege_missing, tls_verify_failed, "
+          "tls_identity_mismatch, tls_handshake_failed, tls_required_by_server, tls_unavailable, "
+          "gtid_mode_off, unparseable_value, config_error, unexpected (docs/collection.md)"),
         C("errno", L.INT64, True, "MySQL error number, when the server gave one"),
         C("sqlstate", L.STRING, True, "SQLSTATE, when the server gave one"),
         C("message", L.STRING, False, "what went wrong (secrets removed)"),

@@ -23,6 +23,7 @@ servers report it. A test compares that with what the model predicted before the
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import shutil
 from typing import Any, Mapping, Sequence
 
@@ -43,6 +44,7 @@ __all__ = [
     "PromotionResult", "SiblingAfterPromotion",
     "lagging_replica", "applier_stopped", "errant_in_binary_logs", "errant_purged",
     "replica_without_log_replica_updates", "cloned_server_uuid", "promote",
+    "read_snapshots", "build_model",
 ]
 
 
@@ -197,6 +199,63 @@ def cloned_server_uuid(fleet: Fleet, replica: str, clone: str, *, timeout: float
         gtid_sets={f"{n}.gtid_executed": fleet.server(n).gtid_executed() for n in (replica, clone, ch.source)},
         details={"server_uuid": rep.server_uuid, "kicked": victim, "last_io_errno": status["Last_IO_Errno"],
                  "last_io_error": status["Last_IO_Error"], "channel": ch.channel})
+
+
+# ---------------------------------------------------------------------------------------------
+# live snapshots -> model (the only place that converts; the audit job's converters may move)
+
+def read_snapshots(fleet: Fleet, names: Sequence[str]) -> dict[str, tuple[Any, list[Any]]]:
+    """Read ``names`` in order with the collector; {name: (ServerSnapshot, [ChannelSnapshot])}."""
+    from jobs.audit_tasks import channel_snapshot, server_snapshot
+    from jobs.collector import RunContext, ServerSpec, read_server
+    from jobs.config import CollectionSettings
+
+    ctx = RunContext(run_id="failover", run_date=dt.date(2026, 11, 23), settings=CollectionSettings().read_settings())
+    out = {}
+    for name in names:
+        server = fleet.server(name)
+        spec = ServerSpec(name=name, host=server.host, port=server.port, user="audit",
+                          password_file=str(fleet.audit_password_file), connect_timeout_s=5, read_timeout_s=10)
+        result = read_server(spec, ctx)
+        if result.errors:
+            raise ScenarioError(f"the collector could not read {name!r}: {result.errors!r}")
+        snap = server_snapshot({**result.server, "binary_logs": result.binary_logs})
+        out[name] = (snap, [channel_snapshot(row) for row in result.channels])
+    return out
+
+
+def build_model(fleet: Fleet, source: str, replicas: Sequence[str], *, other_sources: Sequence[str] = ()):
+    """The failover model of ``source``: its replicas read first, then ``other_sources`` (the
+    sources of the replicas' other channels), the source last. A replica's other channels become
+    its ``other_channels_gtids`` as the audit job builds them (``_other_channels_gtids``: each
+    other channel's Retrieved_Gtid_Set and its source's gtid_executed, when that source was read
+    after the replica). Returns (model, {name: (ServerSnapshot, [ChannelSnapshot])})."""
+    from gtid_core.failover import FailoverReplica, model_failover
+    from jobs.audit_tasks import _other_channels_gtids
+
+    order = [*replicas, *other_sources, source]
+    snaps = read_snapshots(fleet, order)
+    by_port = {fleet.server(name).port: name for name in order}
+    port = fleet.server(source).port
+    members = []
+    for name in replicas:
+        server, channels = snaps[name]
+        (channel,) = [c for c in channels if c.source_port == port]
+        every = []
+        for c in channels:
+            src = by_port.get(c.source_port)
+            src_exec = snaps[src][0].gtid_executed if src and order.index(src) > order.index(name) else None
+            every.append({"channel_name": c.channel_name,
+                          "retrieved_gtid_set": _text(c.retrieved_gtid_set),
+                          "source_gtid_executed": _text(src_exec)})
+        members.append(FailoverReplica(server, channel,
+                                       other_channels_gtids=_other_channels_gtids({"all_channels": every},
+                                                                                  channel.channel_name)))
+    return model_failover(snaps[source][0], members), snaps
+
+
+def _text(gtids: Any) -> str | None:
+    return None if gtids is None else gtids.to_text(multiline=False)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,9 @@
     servers:
       - {name: orders-src, cluster: orders}            # gtid_mode ON unless told otherwise
       - {name: legacy, gtid_mode: "OFF", options: ["--binlog-format=ROW"]}
+      - {name: secure, tls: {ca_file: /tls/ca.pem, cert_file: /tls/server.pem,   # relative paths:
+                             key_file: /tls/server-key.pem,          # against the working directory
+                             require_secure_transport: true}}   # its replicas attach with SOURCE_SSL=1
     channels:
       - {replica: orders-r1, source: orders-src}        # channel '' (the default channel)
       - {replica: billing-r1, source: orders-src, channel: orders}
@@ -38,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from jobs.sandbox.accounts import AUDIT_USER, REPL_USER, audit_grant_statements, repl_grant_statements
 from jobs.sandbox.errors import FleetError, FleetNotFoundError, SandboxError, TopologyError
 from jobs.sandbox.installer import MySQLDist, ensure_mysql
-from jobs.sandbox.server import HOST, SandboxServer
+from jobs.sandbox.server import HOST, SandboxServer, ServerTls
 
 __all__ = ["Topology", "ServerSpec", "ChannelSpec", "Fleet", "STATE_FILE", "AUDIT_PASSWORD_FILE",
            "STANDARD_TOPOLOGY"]
@@ -63,12 +66,13 @@ def _on_off(value: Any) -> Any:
 
 
 class ServerSpec(BaseModel):
-    """One server: its name, cluster, gtid_mode and extra mysqld options."""
+    """One server: its name, cluster, gtid_mode, TLS material and extra mysqld options."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     cluster: str | None = None
     gtid_mode: Literal["ON", "OFF", "ON_PERMISSIVE", "OFF_PERMISSIVE"] = "ON"
+    tls: ServerTls | None = None
     options: tuple[str, ...] = ()
 
     @field_validator("gtid_mode", mode="before")
@@ -237,7 +241,7 @@ class Fleet:
         shutil.rmtree(workdir / "servers", ignore_errors=True)
         passwords = {REPL_USER: secrets.token_urlsafe(18), AUDIT_USER: secrets.token_urlsafe(18)}
         servers = {spec.name: SandboxServer(dist, spec.name, workdir / "servers" / spec.name, i + 1,
-                                            gtid_mode=spec.gtid_mode, options=spec.options)
+                                            gtid_mode=spec.gtid_mode, options=spec.options, tls=spec.tls)
                    for i, spec in enumerate(topology.servers)}
         fleet = cls(topology, workdir, dist, servers, passwords)
         try:
@@ -280,8 +284,9 @@ class Fleet:
         """CHANGE REPLICATION SOURCE TO ... SOURCE_AUTO_POSITION=1 FOR CHANNEL, then START REPLICA."""
         replica, source = self.servers[ch.replica], self.servers[ch.source]
         channel = f"FOR CHANNEL '{ch.channel}'"
+        ssl = "SOURCE_SSL=1, " if source.tls is not None else ""
         replica.execute(
-            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='{HOST}', SOURCE_PORT={source.port}, "
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='{HOST}', SOURCE_PORT={source.port}, {ssl}"
             f"SOURCE_USER='{REPL_USER}', SOURCE_PASSWORD='{self.passwords[REPL_USER]}', "
             "SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1, SOURCE_HEARTBEAT_PERIOD=0.5, "
             f"SOURCE_RETRY_COUNT=3600 {channel}")
@@ -298,7 +303,7 @@ class Fleet:
         topology = Topology.load(data)
         server_id = max(s.server_id for s in self.servers.values()) + 1
         server = SandboxServer(self.dist, spec.name, self.workdir / "servers" / spec.name, server_id,
-                               gtid_mode=spec.gtid_mode, options=spec.options)
+                               gtid_mode=spec.gtid_mode, options=spec.options, tls=spec.tls)
         server.start()
         self.servers[spec.name] = server
         self.topology = topology

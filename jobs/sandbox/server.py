@@ -4,7 +4,10 @@ A :class:`SandboxServer` owns a directory (data, socket, logs). It starts mysqld
 bundled loader (see :mod:`jobs.sandbox.installer`) from a copy of the cached template data
 directory, waits until it answers, and stops exactly the pid it started: SIGTERM, a wait, SIGKILL
 on timeout. Its state (pid, port, paths) round-trips through :meth:`to_state` /
-:meth:`from_state` so another process can find and stop it.
+:meth:`from_state` so another process can find and stop it. With a :class:`ServerTls` it serves
+the given certificate (``--ssl-ca/--ssl-cert/--ssl-key``) and, if asked, refuses plain-text
+connections (``--require-secure-transport=ON``); without one it keeps the certificates mysqld
+generates in its data directory, as before.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,7 @@ import mysql.connector
 from jobs.sandbox.errors import ServerStartError
 from jobs.sandbox.installer import MySQLDist
 
-__all__ = ["SandboxServer", "free_port", "SMALL_FOOTPRINT_OPTIONS"]
+__all__ = ["SandboxServer", "ServerTls", "free_port", "SMALL_FOOTPRINT_OPTIONS"]
 
 HOST = "127.0.0.1"
 _SOCKET_LIMIT = 100   # sun_path is 108 bytes with the NUL; keep a margin
@@ -54,6 +58,26 @@ SMALL_FOOTPRINT_OPTIONS: tuple[str, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """The TLS material of one sandbox server (paths to PEM files) and whether it refuses
+    plain-text connections. Paths are made absolute, so mysqld's working directory is moot."""
+
+    ca_file: str
+    cert_file: str
+    key_file: str
+    require_secure_transport: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("ca_file", "cert_file", "key_file"):
+            object.__setattr__(self, name, str(Path(getattr(self, name)).resolve()))
+
+    def options(self) -> tuple[str, ...]:
+        """The mysqld options that serve this material."""
+        return (f"--ssl-ca={self.ca_file}", f"--ssl-cert={self.cert_file}", f"--ssl-key={self.key_file}",
+                "--require-secure-transport=" + ("ON" if self.require_secure_transport else "OFF"))
+
+
 def free_port() -> int:
     """A loopback TCP port nobody listens on at the time of the call."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -75,11 +99,13 @@ class SandboxServer:
     """One mysqld of the sandbox.
 
     ``gtid_mode`` ``"ON"`` (default) also sets ``enforce_gtid_consistency=ON``; ``"OFF"`` turns
-    both off. ``options`` are extra mysqld options appended last (so they win).
+    both off. ``tls`` serves that certificate (see :class:`ServerTls`). ``options`` are extra
+    mysqld options appended last (so they win).
     """
 
     def __init__(self, dist: MySQLDist, name: str, basedir: str | os.PathLike, server_id: int, *,
-                 gtid_mode: str = "ON", options: Sequence[str] = (), port: int | None = None):
+                 gtid_mode: str = "ON", options: Sequence[str] = (), port: int | None = None,
+                 tls: ServerTls | None = None):
         if gtid_mode not in ("ON", "OFF", "ON_PERMISSIVE", "OFF_PERMISSIVE"):
             raise ValueError(f"gtid_mode must be ON, OFF, ON_PERMISSIVE or OFF_PERMISSIVE, got {gtid_mode!r}")
         self.dist = dist
@@ -88,6 +114,7 @@ class SandboxServer:
         self.server_id = int(server_id)
         self.gtid_mode = gtid_mode
         self.options = tuple(options)
+        self.tls = tls
         self.host = HOST
         self.port = port
         self.pid: int | None = None
@@ -127,7 +154,7 @@ class SandboxServer:
             f"--server-id={self.server_id}", "--user=root", "--mysqlx=OFF", "--secure-file-priv=",
             f"--report-host={HOST}", f"--report-port={self.port}",
             "--log-bin=binlog", "--relay-log=relay", "--log-replica-updates=ON",
-            *gtid, *SMALL_FOOTPRINT_OPTIONS, *self.options)
+            *gtid, *SMALL_FOOTPRINT_OPTIONS, *(self.tls.options() if self.tls else ()), *self.options)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, timeout: float = 90.0) -> "SandboxServer":
@@ -295,13 +322,13 @@ class SandboxServer:
         return {"name": self.name, "dir": str(self.dir), "server_id": self.server_id,
                 "gtid_mode": self.gtid_mode, "options": list(self.options), "host": self.host,
                 "port": self.port, "pid": self.pid, "socket": self.socket,
-                "server_uuid": self._server_uuid}
+                "server_uuid": self._server_uuid, "tls": asdict(self.tls) if self.tls else None}
 
     @classmethod
     def from_state(cls, dist: MySQLDist, state: dict[str, Any]) -> "SandboxServer":
         server = cls(dist, state["name"], state["dir"], state["server_id"],
                      gtid_mode=state.get("gtid_mode", "ON"), options=state.get("options", ()),
-                     port=state.get("port"))
+                     port=state.get("port"), tls=ServerTls(**state["tls"]) if state.get("tls") else None)
         server.pid = state.get("pid")
         server.socket = state.get("socket") or server.socket
         server._server_uuid = state.get("server_uuid")

@@ -133,6 +133,23 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
     assert {(e["check_id"], e["event"]) for e in first.alerts()} == {
         ("errant_transactions", "new"), ("collection_failed", "new"), ("failover_candidate_unsafe", "new")}
 
+    # the report's inputs, made by the audit: every channel with its resolved source, the servers, the cluster
+    pairs = {r["replica"]: r for r in read_arrow(str(wh), "report_pairs", "run1").to_pylist()}
+    assert {k: (r["source"], r["replica_status"], r["source_status"]) for k, r in pairs.items()} == {
+        "r1": ("src", "ok", "ok"), "r2": ("src", "ok", "ok"), "r4": (None, "ok", None), "r5": ("src", "ok", "ok")}
+    verdicts = {(r["source"], r["candidate"]): r["verdict"]
+                for r in read_arrow(str(wh), "failover_readiness", "run1").to_pylist()}
+    assert {k: r["readiness_verdict"] for k, r in pairs.items()} == {
+        "r1": verdicts[("src", "r1")], "r2": verdicts[("src", "r2")], "r4": None, "r5": verdicts[("src", "r5")]}
+    assert all(r["reconnect"] is None for r in pairs.values())  # every pair has what its source has
+    assert sorted((r["server"], r["status"]) for r in read_arrow(str(wh), "report_servers", "run1").to_pylist()) == [
+        ("r1", "ok"), ("r2", "ok"), ("r3", "failed"), ("r4", "ok"), ("r5", "ok"), ("src", "ok")]
+    (orders,) = read_arrow(str(wh), "report_clusters", "run1").to_pylist()
+    loud = [f for f in first.findings() if f["status"] == "open" and not f["silenced"]]
+    assert {k: orders[k] for k in ("cluster", "servers", "failed", "pairs", "critical", "silenced")} == {
+        "cluster": "orders", "servers": 6, "failed": 1, "pairs": 4,
+        "critical": sum(f["severity"] == "critical" for f in loud), "silenced": 1}
+
     write_run(spark, wh, ("run2", T2), repaired=True)
     second = audit_run(spark, cfg, run_id="run2")   # the silence expired on the 21st
     got = by_check(second.findings())

@@ -58,7 +58,12 @@ def test_other_channel_gtids_are_not_errant():
     replica = snap("r", C, f"{A}:1-10,{B}:1-5")
     every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-10", "source_gtid_executed": f"{A}:1-10"},
              {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_gtid_executed": f"{B}:1-5"}]
-    assert run([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every))], check_source_batches, {}) == []
+    out = run([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every))], check_source_batches, {})
+    assert pair_findings(out) == []
+    # promoted, r would stream its billing channel's GTIDs into src: a warning on both readiness findings
+    # (issue 18, defect 6), never a critical, for it loses nothing and refuses nobody
+    assert sorted((r["check_id"], r["severity"], r["gtid_set"]) for r in out) == [
+        ("failover_candidate_unsafe", "warning", f"{B}:1-5"), ("no_safe_failover_candidate", "warning", None)]
     out = pair_findings(run([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every[:1]))],
                             check_source_batches, {}))
     assert [(r["check_id"], r["gtid_set"], r["channel"]) for r in out] == [("errant_transactions", f"{B}:1-5", "orders")]

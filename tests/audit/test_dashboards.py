@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.delta_io import frame_from_rows, overwrite_frame, read_frame, write_run_rows
-from schemas import get_table
+from jobs.delta_io import frame_from_rows, merge_latest, overwrite_frame, read_frame, write_run_rows
+from schemas import all_tables, get_table
 
 pytestmark = [pytest.mark.spark]
 
@@ -104,6 +104,8 @@ def views(spark, tmp_path_factory):
                                                 findings_open=len(findings[run_id]))],
                        warehouse=wh, run_id=run_id)
         write_run_rows(spark, "findings", findings[run_id], warehouse=wh, run_id=run_id)
+        merge_latest(spark, "findings_latest", read_frame(spark, wh, "findings", run_id, date), warehouse=wh,
+                     run_id=run_id)
         write_run_rows(spark, "channels", [
             full_row("channels", run_id=run_id, run_date=date, server="orders-r1", cluster="orders",
                      channel_name="", source_server="orders-src", io_running="No", sql_running="Yes",
@@ -119,7 +121,8 @@ def views(spark, tmp_path_factory):
     ]), warehouse=wh)
     for run_id, (date, ts) in runs.items():
         write_run_rows(spark, "failover_readiness", failover_readiness_rows(run_id, date), warehouse=wh, run_id=run_id)
-    for name in ("runs", "run_summary", "findings", "channels", "uuid_registry", "failover_readiness"):
+    for name in ("runs", "run_summary", "findings", "findings_latest", "channels", "uuid_registry",
+                 "failover_readiness"):
         read_frame(spark, wh, name).createOrReplaceTempView(f"gtid_audit_{name}")
     return spark
 
@@ -198,3 +201,17 @@ def test_no_safe_candidate_panel_and_salvage_panel(views):
     assert salvage == [("billing-r1", "billing-src", f"{BILLING_UUID}:4-5"),
                        ("orders-r1", "orders-r2", f"{SRC_UUID}:9-10"),
                        ("orders-r1", "orders-src", f"{SRC_UUID}:9-10")]
+
+
+def test_every_query_of_a_per_run_table_names_its_run_date_partition():
+    """Each query reading a table partitioned by run_date filters on run_date, so it is pruned."""
+    partitioned = {n for n, t in all_tables().items() if "run_date" in t.partition_by}
+    for title, sql in queries().items():
+        read = set(re.findall(r"gtid_audit_(\w+)", sql)) & partitioned
+        data = read - {"run_summary", "runs"}  # `latest` reads the run list itself
+        if data:
+            for alias in re.findall(r"gtid_audit_(?:%s) (\w)\b" % "|".join(sorted(data)), sql):
+                assert f"{alias}.run_date" in sql, f"{title}: {alias}.run_date missing"
+            assert "run_date" in sql.split("SELECT", 2)[-1], title
+        elif read:
+            assert "run_date" in sql, title

@@ -771,3 +771,12 @@ def test_busy_source_read_out_of_order_is_unconfirmed_not_critical(fleet):
         assert f.evidence["read_order"] == "source_first_or_same"
         assert f.evidence["source_read_at"] == src_first.read_at.isoformat()
     assert not [f for fs in findings.values() for f in fs if f.severity is Severity.CRITICAL]
+    # the failover model reads the same instants (issue 18, defect 5): the source's own new commits on
+    # its only replica are unconfirmed errant GTIDs, so no_safe_failover_candidate is no critical
+    from gtid_core.failover import FailoverReplica, failover_findings, model_failover
+    model = model_failover(src_first, [FailoverReplica(replica_snap, channel_snap, others)])
+    (candidate,) = model.candidates
+    assert candidate.unconfirmed and candidate.errant
+    failover = failover_findings(model)
+    assert failover and all(f.severity is not Severity.CRITICAL and f.title.startswith("Unconfirmed")
+                            for f in failover), [(f.check_id, f.severity, f.title) for f in failover]

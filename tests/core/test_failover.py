@@ -18,7 +18,6 @@ from gtid_core.failover import (
     FailoverReplica,
     SiblingResult,
     Verdict,
-    check_duplicate_server_identity,
     failover_findings,
     failover_rows,
     model_failover,
@@ -157,9 +156,9 @@ CASES = [
     pytest.param(
         source(purged=f"{S}:1-5"),
         [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-5"), replica("r2", R2, 3, f"{S}:6-10")],
-        {"r1": "refuses_siblings", "r2": "loses_transactions"},
-        [("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r2"), ("no_safe_failover_candidate", "s")],
-        id="purged_gap_refused_from_5_6_22"),
+        {"r1": "safe", "r2": "loses_transactions"},
+        [("failover_candidate_unsafe", "r2")],
+        id="purged_gap_refused_from_5_6_22_is_the_siblings_own_finding"),
     pytest.param(
         source(purged=f"{S}:1-5"),
         [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-5", version=MySQLVersion.parse("5.6.20"),
@@ -170,7 +169,8 @@ CASES = [
         id="purged_gap_silently_skipped_before_5_6_22"),
     pytest.param(
         source(), [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10,{X}:1-5", other=f"{X}:1-5")],
-        {"r1": "safe", "r2": "safe"}, [], id="multi_source_sibling_other_channel_is_not_errant"),
+        {"r1": "safe", "r2": "spreads_other_channels"}, [("failover_candidate_unsafe", "r2")],
+        id="multi_source_other_channel_is_not_errant_but_spreads"),
 ]
 
 
@@ -328,8 +328,10 @@ def test_unsafe_finding_carries_sets_ranking_and_salvage_steps():
     """The warning names the lost set, ranks the candidates and says what to salvage from where."""
     model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"), replica("r2", R2, 3, f"{S}:1-10")])
     (f,) = failover_findings(model)
+    # its receiver was stopped by hand: replication_stopped is the alarm, this finding restates it
     assert (f.check_id, f.severity, f.server, f.source, f.channel) == (
-        "failover_candidate_unsafe", Severity.WARNING, "r1", "s", "")
+        "failover_candidate_unsafe", Severity.INFO, "r1", "s", "")
+    assert f.evidence["caused_by"] == "replication_stopped on r1"
     assert f.gtid_set == g(f"{S}:9-10") and f.gtid_count == 2
     assert "1. r2 (safe); 2. r1 (loses_transactions" in f.remediation
     assert "Salvage from r2" in f.remediation and f"GTID_SUBSET('{S}:9-10'" in f.remediation
@@ -355,12 +357,12 @@ def test_no_safe_candidate_is_critical_and_names_the_least_bad():
 
 
 def test_checks_registry_shape():
-    """FAILOVER_CHECKS has the three checks, with the registry's fields and severities."""
+    """FAILOVER_CHECKS has the two checks, with the registry's fields and severities
+    (duplicate_server_uuid is gtid_core.identity's, tests/core/test_identity.py)."""
     assert {k: v.default_severity for k, v in FAILOVER_CHECKS.items()} == {
-        "no_safe_failover_candidate": Severity.CRITICAL, "failover_candidate_unsafe": Severity.WARNING,
-        "duplicate_server_uuid": Severity.CRITICAL}
+        "no_safe_failover_candidate": Severity.CRITICAL, "failover_candidate_unsafe": Severity.WARNING}
     for info in FAILOVER_CHECKS.values():
-        assert info.title and info.meaning and info.remediation and info.version == 1
+        assert info.title and info.meaning and info.remediation and info.version == 2   # issue 18: ranked by cost, root cause first
 
 
 def test_rows_one_per_candidate_and_sibling_and_fit_the_schema():
@@ -391,22 +393,6 @@ def test_version_note_for_newer_candidate():
     model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10"),
                                       replica("r2", R2, 3, f"{S}:1-10", version=MySQLVersion.parse("8.0.40"))])
     assert any("older than r1" in n for n in sib(cand(model, "r1"), "r2").notes)
-
-
-@pytest.mark.parametrize("servers, edges, flagged", [
-    pytest.param([server("a", R1, 1, ""), server("b", R1, 2, ""), server("c", R2, 3, "")], [], ["a", "b"],
-                 id="shared_uuid_anywhere"),
-    pytest.param([server("a", R1, 1, ""), server("b", R2, 1, "")], [("b", "a")], ["a", "b"],
-                 id="shared_server_id_in_one_group"),
-    pytest.param([server("a", R1, 1, ""), server("b", R2, 1, "")], [], [], id="shared_server_id_across_groups"),
-    pytest.param([server("a", None, None, ""), server("b", None, None, "")], [("b", "a")], [],
-                 id="unknown_identity_matches_nothing"),
-])
-def test_duplicate_server_identity(servers, edges, flagged):
-    """Shared server_uuid fleet-wide and shared server_id within a replication group are critical."""
-    found = check_duplicate_server_identity(servers, edges)
-    assert sorted(f.server for f in found) == flagged
-    assert all(f.check_id == "duplicate_server_uuid" and f.severity is Severity.CRITICAL for f in found)
 
 
 def test_model_is_pure():

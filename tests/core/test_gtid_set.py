@@ -227,6 +227,16 @@ def test_uuids_restriction_and_max_gno():
         s.for_uuid("not-a-uuid")
 
 
+def test_untagged_and_tagged():
+    """untagged() keeps uuid:gno only (what an 8.3+ replica sends a source older than 8.3), tagged() the rest."""
+    s = GtidSet.parse(f"{V}:9,{U}:b:2,{U}:7-8:1-3,{V}:A:1")
+    assert str(s.untagged()) == f"{U}:1-3:7-8,\n{V}:9"
+    assert str(s.tagged()) == f"{U}:b:2,\n{V}:a:1"
+    plain = GtidSet.parse(f"{U}:1-3")
+    assert plain.untagged() == plain and plain.tagged() == GtidSet.EMPTY
+    assert GtidSet.EMPTY.untagged() == GtidSet.EMPTY == GtidSet.EMPTY.tagged()
+
+
 def test_from_intervals_normalises_and_validates():
     """from_intervals merges, sorts and lowercases; it rejects bad uuids, tags and gnos by name."""
     s = GtidSet.from_intervals([(U.upper(), "T", 4, 6), (U, None, 1, 3), (U, "t", 1, 2)])

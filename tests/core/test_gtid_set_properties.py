@@ -108,6 +108,17 @@ def test_restriction_partitions_the_set(s):
     assert total == s
 
 
+@given(sets)
+def test_untagged_and_tagged_partition_the_set(s):
+    """untagged() and tagged() are disjoint, their union is s, and they hold exactly the untagged and the
+    tagged intervals of s."""
+    untagged, tagged = s.untagged(), s.tagged()
+    assert untagged | tagged == s
+    assert not untagged.is_intersection_nonempty(tagged)
+    assert list(untagged) == [i for i in s if i[1] is None]
+    assert list(tagged) == [i for i in s if i[1] is not None]
+
+
 @given(st.randoms(use_true_random=False), st.booleans())
 @settings(max_examples=400)
 def test_bulk_parser_agrees_with_reference_scanner(rng, upper):

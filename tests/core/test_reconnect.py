@@ -10,6 +10,7 @@ from gtid_core.reconnect import (
     ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER,
     ReconnectKind,
     announced_gtid_set,
+    reconnect_outcome,
     simulate_auto_position_reconnect,
 )
 from gtid_core.snapshots import BinaryLog, Gtid, ServerSnapshot
@@ -197,3 +198,77 @@ def test_announced_set_workaround_keeps_executed_last():
     announced = announced_gtid_set(G(f"{S}:1-10"), G(f"{S}:1-10"), replica_version=MySQLVersion.parse("5.6.30"),
                                    last_retrieved_gtid=Gtid(S, None, 10))
     assert announced == G(f"{S}:1-10")
+
+
+# Tagged GTIDs towards a source older than 8.3: request_dump (sql/rpl_replica.cc) sets
+# MYSQL_RPL_SKIP_TAGGED_GTIDS when the source's version is below 8.3 and the set is encoded without
+# its tagged GTIDs; replayed from the server's own test in
+# tests/core/test_mysql_test_replay.py::test_no_tagged_gtids_announced_to_a_source_before_83.
+TAGGED_REPLICA = f"{S}:1-10,{S}:t1:1-2,{Z}:t2:1"
+
+
+def _v(text):
+    return None if text is None else MySQLVersion.parse(text)
+
+
+@pytest.mark.parametrize(
+    "replica_version, source_version, announced",
+    [("9.7.4", "8.0.36", f"{S}:1-10"),
+     ("8.3.0", "8.2.0", f"{S}:1-10"),
+     ("9.7.4", "5.7.44", f"{S}:1-10"),
+     (None, "8.0.36", f"{S}:1-10"),
+     ("9.7.4", "8.3.0", TAGGED_REPLICA),
+     ("8.4.3", "9.7.4", TAGGED_REPLICA),
+     ("9.7.4", None, TAGGED_REPLICA)],
+    ids=["9.7.4_to_8.0.36", "8.3.0_to_8.2.0", "9.7.4_to_5.7.44", "unknown_replica_holding_tags_to_8.0.36",
+         "9.7.4_to_8.3.0", "8.4.3_to_9.7.4", "unknown_source_assumed_8.3+"],
+)
+def test_announced_set_tagged_gtids_by_source_version(replica_version, source_version, announced):
+    """An 8.3+ replica leaves its tagged GTIDs out for a source older than 8.3 and keeps them for 8.3+; a replica
+    of unknown version holding tags is 8.3+; a source of unknown version is taken as 8.3+ (tags announced)."""
+    got = announced_gtid_set(G(TAGGED_REPLICA), G(f"{S}:1-10"), replica_version=_v(replica_version),
+                             source_version=_v(source_version))
+    assert got == G(announced)
+
+
+def test_tagged_gtids_of_source_uuid_not_refused_by_a_source_before_83():
+    """An 8.0.36 source never sees the tagged GTIDs of its own uuid a 9.7.4 replica holds: it streams (the
+    replica has more only by GTIDs it does not send), and the rule says what was left out; an 8.4.3 source
+    with the same sets refuses (positive control)."""
+    replica = G(f"{S}:1-10,{S}:t1:1-2")
+    old = reconnect_outcome(source("8.0.36", f"{S}:1-10", "", [("b.000001", "")]), gtid_executed=replica,
+                            retrieved_gtid_set=GtidSet.EMPTY, replica_version=MySQLVersion.parse("9.7.4"))
+    assert old.kind is ReconnectKind.STREAMS and old.offending == GtidSet.EMPTY
+    assert old.announced == G(f"{S}:1-10")
+    assert "2 tagged GTID(s) not announced" in old.rule and not old.version_assumed
+    new = reconnect_outcome(source("8.4.3", f"{S}:1-10", "", [("b.000001", "")]), gtid_executed=replica,
+                            retrieved_gtid_set=GtidSet.EMPTY, replica_version=MySQLVersion.parse("9.7.4"))
+    assert new.kind is ReconnectKind.REPLICA_HAS_MORE_GTIDS and new.offending == G(f"{S}:t1:1-2")
+
+
+def test_untagged_extra_gtids_still_refused_by_a_source_before_83():
+    """Leaving the tags out does not hide untagged extra GTIDs of the source's uuid: an 8.0.36 source refuses a
+    9.7.4 replica for S:11, and only for it."""
+    outcome = reconnect_outcome(source("8.0.36", f"{S}:1-10", "", [("b.000001", "")]),
+                                gtid_executed=G(f"{S}:1-11,{S}:t1:1"), retrieved_gtid_set=GtidSet.EMPTY,
+                                replica_version=MySQLVersion.parse("9.7.4"))
+    assert outcome.kind is ReconnectKind.REPLICA_HAS_MORE_GTIDS and outcome.offending == G(f"{S}:11")
+
+
+def test_tagged_gtids_to_a_source_of_unknown_version_are_an_assumption():
+    """With the source's version unknown its tagged GTIDs count as on 8.3+ (a refusal), and the outcome says it
+    rests on that assumption (version_assumed, and the rule names it); a source whose gtid_executed holds a tagged
+    GTID is 8.3+ for certain, so the rule does not call it an assumption."""
+    unknown = ServerSnapshot(name="src", server_uuid=S, version=None, gtid_executed=G(f"{S}:1-10"),
+                             gtid_purged=GtidSet.EMPTY,
+                             binary_logs=(BinaryLog("b.000001", previous_gtids=GtidSet.EMPTY),))
+    outcome = reconnect_outcome(unknown, gtid_executed=G(f"{S}:1-10,{S}:t1:1"), retrieved_gtid_set=GtidSet.EMPTY,
+                                replica_version=MySQLVersion.parse("9.7.4"))
+    assert outcome.kind is ReconnectKind.REPLICA_HAS_MORE_GTIDS and outcome.offending == G(f"{S}:t1:1")
+    assert outcome.version_assumed and "source version unknown, taken as 8.3+" in outcome.rule
+    proven = ServerSnapshot(name="src", server_uuid=S, version=None, gtid_executed=G(f"{S}:1-10,{Z}:t2:1"),
+                            gtid_purged=GtidSet.EMPTY,
+                            binary_logs=(BinaryLog("b.000001", previous_gtids=GtidSet.EMPTY),))
+    outcome = reconnect_outcome(proven, gtid_executed=G(f"{S}:1-10,{S}:t1:1,{Z}:t2:1"),
+                                retrieved_gtid_set=GtidSet.EMPTY, replica_version=MySQLVersion.parse("9.7.4"))
+    assert outcome.kind is ReconnectKind.REPLICA_HAS_MORE_GTIDS and "source version unknown" not in outcome.rule

@@ -71,3 +71,15 @@ def test_feature_thresholds(text, purged, more_gtids, owned, boundary, bug72392)
 def test_str_round_trip():
     """str() gives back the server's text."""
     assert str(MySQLVersion.parse("8.0.36-28")) == "8.0.36-28"
+
+
+@pytest.mark.parametrize(
+    "replica, source, skips",
+    [("9.7.4", "8.0.36", True), ("8.3.0", "8.2.0", True), ("8.4.3", "5.7.44", True), ("9.7.4", "8.3.0", False),
+     ("8.4.3", "9.7.4", False), ("8.2.0", "8.0.36", False), ("8.0.36", "9.7.4", False)],
+    ids=["9.7.4-to-8.0.36", "8.3.0-to-8.2.0", "8.4.3-to-5.7.44", "9.7.4-to-8.3.0", "8.4.3-to-9.7.4",
+         "8.2.0-to-8.0.36", "8.0.36-to-9.7.4"],
+)
+def test_skips_tagged_gtids_towards(replica, source, skips):
+    """Only an 8.3+ replica of a source older than 8.3 leaves its tagged GTIDs out of COM_BINLOG_DUMP_GTID."""
+    assert MySQLVersion.parse(replica).skips_tagged_gtids_towards(MySQLVersion.parse(source)) is skips

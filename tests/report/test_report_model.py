@@ -1,7 +1,8 @@
-"""The report's model from table rows, without a browser: colours of pairs and servers (unknown
-is never green), where edges come from when channels.source_server is missing, the purge-horizon
-margins, and a synthetic multi-run warehouse rendered end to end (healthy clusters collapsed,
-trends over the runs)."""
+"""The report's model from its input rows, without a browser: colours of pairs and servers
+(unknown is never green), where edges come from (the report_pairs rows, the collector's
+resolution; a pair known only from a finding), the purge-horizon margins the executors compute
+(``jobs.audit_tasks.purge_horizon``), and a synthetic multi-run warehouse rendered end to end
+(healthy clusters collapsed, trends over the runs)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -10,19 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from jobs.report import RunTables, build_model, purge_horizon_margins, write_report
+from jobs.report import RunTables, build_model, write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 U1, U2 = "11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"
 
 
-def _server(name, status="ok", cluster="c", **kw):
-    return {"server": name, "cluster": cluster, "status": status, "host": f"{name}.db", "port": 3306,
-            "aliases": None, **kw}
+def _server(name, status="ok", cluster="c"):
+    """A report_servers row."""
+    return {"server": name, "cluster": cluster, "status": status}
 
 
-def _channel(replica, source=None, channel="", **kw):
-    return {"server": replica, "channel_name": channel, "source_server": source, **kw}
+def _pair(replica, source=None, channel="", servers=(), **kw):
+    """A report_pairs row; the ends' statuses from ``servers`` (report_servers rows)."""
+    status = {s["server"]: s["status"] for s in servers}
+    return {"cluster": "c", "replica": replica, "channel": channel, "source": source, "source_cluster": "c",
+            "replica_status": status.get(replica, "ok"), "source_status": status.get(source, "ok") if source else None,
+            "sql_delay": None, **kw}
 
 
 def _finding(check_id, severity, server, source=None, channel=None, silenced=False, status="open"):
@@ -31,10 +36,13 @@ def _finding(check_id, severity, server, source=None, channel=None, silenced=Fal
             "detail": "", "status": status, "silenced": silenced, "first_seen": dt.date(2026, 11, 1)}
 
 
-def _tables(servers, channels, findings, previous_open=frozenset(), previous_run_id=None):
-    return RunTables(run_id="r1", run=None, summary={"run_date": dt.date(2026, 11, 2), "pairs_audited": 1},
-                     servers=servers, channels=channels, findings=findings, previous_run_id=previous_run_id,
-                     previous_open_keys=frozenset(previous_open))
+def _tables(servers, pairs, findings, still_open=None, previous_run_id=None):
+    """The rows load_run would give for one drawn cluster 'c'."""
+    cluster = {"cluster": "c", "servers": len(servers), "pairs": len(pairs), "failed": 0, "risk": 0,
+               "critical": 0, "warning": 0, "info": 0}
+    return RunTables(run_id="r1", summary={"run_date": dt.date(2026, 11, 2), "pairs_audited": 1},
+                     risky_clusters=[cluster], servers=servers, pairs=pairs, findings=findings,
+                     previous_run_id=previous_run_id, still_open=still_open)
 
 
 @pytest.mark.parametrize("servers, findings, expected", [
@@ -51,7 +59,7 @@ def _tables(servers, channels, findings, previous_open=frozenset(), previous_run
         "resolved-is-not-open"])
 def test_pair_colour_state(servers, findings, expected):
     """A pair is green only when both ends were collected and no open finding is on it."""
-    model = build_model(_tables(servers, [_channel("r", "s")], findings))
+    model = build_model(_tables(servers, [_pair("r", "s", servers=servers)], findings))
     (pair,) = [p for c in model.clusters for p in c.pairs]
     assert pair.state == expected
 
@@ -63,28 +71,24 @@ def test_server_state_unknown_when_not_collected():
     assert model.server_state == {"a": "ok", "b": "unknown", "x": "critical"}
 
 
-@pytest.mark.parametrize("channel, findings, expected", [
-    ({"source_host": "s.db", "source_port": 3306}, [], "s"),
-    ({"source_host": "vip.db", "source_port": 3306}, [], "t"),
-    ({"source_host": "gone.db", "source_port": 3306, "source_uuid": U2.upper()}, [], "t"),
-    ({"source_host": "gone.db", "source_port": 3306},
-     [_finding("replication_stopped", "warning", "r", "s", "")], "s"),
-    ({"source_host": "gone.db", "source_port": 3306}, [], None),
-], ids=["host-port", "alias", "server-uuid", "from-a-finding", "unresolved"])
-def test_edges_without_source_server_column(channel, findings, expected):
-    """When channels has no source_server, the edge comes from a finding, then address, alias or UUID."""
-    servers = [_server("s", server_uuid=U1), _server("t", aliases="vip.db:3306", server_uuid=U2), _server("r")]
-    model = build_model(_tables(servers, [{"server": "r", "channel_name": "", **channel}], findings))
-    (pair,) = [p for c in model.clusters for p in c.pairs]
-    assert pair.source == expected
-    assert pair.state == ("unknown" if expected is None else "warning" if findings else "ok")
+def test_edges_come_from_report_pairs_and_findings_only():
+    """An edge's source is the report_pairs row's (the collector's source_server), an unresolved
+    channel stays without a source (grey), and a pair known only from an open finding (its replica
+    was not collected) takes the finding's source; nothing is matched by address or UUID."""
+    servers = [_server("s"), _server("r"), _server("u"), _server("f", "failed")]
+    pairs = [_pair("r", "s", servers=servers), _pair("u", None, servers=servers)]
+    findings = [_finding("replication_stopped", "warning", "f", "s", "")]
+    model = build_model(_tables(servers, pairs, findings))
+    got = {p.replica: (p.source, p.state) for c in model.clusters for p in c.pairs}
+    assert got == {"r": ("s", "ok"), "u": (None, "unknown"), "f": ("s", "warning")}
 
 
 def test_new_counts_findings_not_open_in_the_previous_run():
     """'new' is the open findings whose key was not open in the previous run."""
     findings = [_finding("errant_transactions", "critical", "r", "s", ""), _finding("gtid_mode_off", "warning", "r")]
-    model = build_model(_tables([_server("s"), _server("r")], [_channel("r", "s")], findings,
-                                previous_open={findings[0]["finding_key"]}, previous_run_id="r0"))
+    servers = [_server("s"), _server("r")]
+    model = build_model(_tables(servers, [_pair("r", "s", servers=servers)], findings, still_open=1,
+                                previous_run_id="r0"))
     assert (model.new, model.resolved) == (1, 0)
 
 
@@ -92,8 +96,8 @@ def test_delayed_replica_is_green_and_said_to_be_behind_on_purpose():
     """A delayed channel (SQL_Delay > 0) without a finding is healthy, noted as not at risk; with a
     finding it takes the finding's colour and the note only says it is delayed."""
     servers = [_server("s"), _server("r"), _server("d"), _server("e")]
-    channels = [_channel("r", "s"), _channel("d", "s", sql_delay=300), _channel("e", "s", sql_delay=3600)]
-    model = build_model(_tables(servers, channels, [_finding("replication_stopped", "warning", "e", "s", "")]))
+    pairs = [_pair("r", "s"), _pair("d", "s", sql_delay=300), _pair("e", "s", sql_delay=3600)]
+    model = build_model(_tables(servers, pairs, [_finding("replication_stopped", "warning", "e", "s", "")]))
     pairs = {p.replica: p for c in model.clusters for p in c.pairs}
     assert {name: (p.state, p.note) for name, p in pairs.items()} == {
         "r": ("ok", None),
@@ -110,7 +114,8 @@ def _failover_row(source, candidate, rank, verdict, sibling, result, **counts):
            "candidate": candidate, "channel": "", "sibling": sibling,
            "sibling_role": "source" if sibling == source else "replica", "candidate_rank": rank,
            "verdict": verdict, "verdict_reasons": f"{candidate}: {verdict}", "sibling_result": result,
-           "model_version": 1, **counts}
+           "cost_lost_count": 0, "cost_refused_siblings": 0, "cost_spread_count": 0,
+           "already_refused_by_source": False, "model_version": 1, **counts}
     get_table("failover_readiness").check_row(row)
     return row
 
@@ -144,45 +149,60 @@ def test_failover_section_ranks_candidates_and_shows_their_findings():
 
 
 def _horizon_inputs(**channel_overrides):
-    servers = [_server("s", server_uuid=U1, version="8.4.3", gtid_executed=f"{U1}:1-1000", gtid_purged=f"{U1}:1-10"),
-               _server("r", server_uuid=U2, version="8.4.3", gtid_executed=f"{U1}:1-150")]
-    logs = [{"server": "s", "seq": i, "log_name": f"binlog.{i:06d}", "previous_gtids": prev,
-             "previous_gtids_read": True} for i, prev in enumerate((f"{U1}:1-10", f"{U1}:1-100", f"{U1}:1-900"))]
-    channels = [{"server": "r", "channel_name": "", "retrieved_gtid_set": f"{U1}:1-150", "auto_position": True,
-                 **channel_overrides}]
-    return servers, channels, logs
+    """A source s with three binary logs and a replica r that lacks s's transactions after 150,
+    as the audit's rows (servers rows with binary_logs, a channels row)."""
+    src = {"server": "s", "server_uuid": U1, "version": "8.4.3", "gtid_executed": f"{U1}:1-1000",
+           "gtid_purged": f"{U1}:1-10",
+           "binary_logs": [{"seq": i, "log_name": f"binlog.{i:06d}", "previous_gtids": prev, "previous_gtids_read": True}
+                           for i, prev in enumerate((f"{U1}:1-10", f"{U1}:1-100", f"{U1}:1-900"))]}
+    rep = {"server": "r", "server_uuid": U2, "version": "8.4.3", "gtid_executed": f"{U1}:1-150"}
+    channel = {"channel_name": "", "retrieved_gtid_set": f"{U1}:1-150", "auto_position": True, **channel_overrides}
+    return src, rep, channel
+
+
+def _horizon(src, rep, channel):
+    from jobs.audit_tasks import channel_snapshot, purge_horizon, server_snapshot
+
+    return purge_horizon(server_snapshot(src), src, server_snapshot(rep), channel_snapshot(channel))
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    ({}, {"lacking": 850, "margin": 1, "start_file": "binlog.000001"}),
+    ({}, {"lacking_count": 850, "purge_margin": 1, "start_file": "binlog.000001", "reconnect": "streams"}),
     ({"retrieved_gtid_set": f"{U1}:1-1000"}, None),            # caught up (received everything)
     ({"retrieved_gtid_set": None}, None),                      # unknown: left out
     ({"auto_position": False}, None),                          # file/position channel: no reconnect model
 ], ids=["lagging", "caught-up", "retrieved-unknown", "no-auto-position"])
 def test_purge_horizon_margin(overrides, expected):
     """The margin is the start file's position in the source's binary logs; unknowns give no row."""
-    servers, channels, logs = _horizon_inputs(**overrides)
-    margins = purge_horizon_margins(servers, channels, logs, {("r", ""): "s"})
+    row = _horizon(*_horizon_inputs(**overrides))
     if expected is None:
-        assert margins == {}
+        assert row is None
     else:
-        row = margins[("r", "")]
         assert {k: row[k] for k in expected} == expected
+
+
+def test_purge_horizon_refused_has_no_margin():
+    """A replica that lacks what the source purged is refused now: no margin, said so."""
+    src, rep, channel = _horizon_inputs()
+    rep = {**rep, "gtid_executed": f"{U1}:1-5"}
+    channel = {**channel, "retrieved_gtid_set": f"{U1}:1-5"}
+    row = _horizon(src, rep, channel)
+    assert (row["reconnect"], row["purge_margin"], row["lacking_count"]) == ("refused", None, 995)
 
 
 def test_purge_horizon_unread_previous_gtids_is_unknown():
     """A binary log whose Previous_gtids was not read makes the margin unknown, not 0."""
-    servers, channels, logs = _horizon_inputs()
-    logs[1] = {**logs[1], "previous_gtids": None, "previous_gtids_read": False}
-    assert purge_horizon_margins(servers, channels, logs, {("r", ""): "s"}) == {}
+    src, rep, channel = _horizon_inputs()
+    src["binary_logs"][1] = {**src["binary_logs"][1], "previous_gtids": None, "previous_gtids_read": False}
+    assert _horizon(src, rep, channel) is None
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(spark, tmp_path):
     """Three runs of a 300-server synthetic fleet (benchmarks/report_scale.py), written by the job's
-    writer (delta-spark): the page draws only clusters with findings, lists the healthy ones in one
-    collapsed group, and plots the runs."""
+    writer (delta-spark), with the report tables the audit makes: the page draws only clusters with
+    findings, lists the healthy ones in one collapsed group, plots the runs and ranks the purge horizon."""
     spec = importlib.util.spec_from_file_location("report_scale", ROOT / "benchmarks" / "report_scale.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -193,6 +213,7 @@ def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(
         rows = bench.run_rows(300, run_no)
         for table, table_rows in rows.items():
             write_run_rows(spark, table, table_rows, warehouse=str(warehouse), run_id=rows["runs"][0]["run_id"])
+        bench.write_report_tables(spark, str(warehouse), rows)  # as the audit makes them, on the executors
     page = write_report(str(warehouse), out=tmp_path / "r.html", progress=False)
     text = Path(page).read_text()
     risky = {f["cluster"] for f in rows["findings"]}
@@ -203,3 +224,26 @@ def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(
     for run_no in range(3):
         assert f"{(bench.DAY0 + dt.timedelta(days=run_no)):%Y%m%d}T030000Z-bench" in text
     assert "Purge horizon: replicas that lack source transactions" in text
+
+
+@pytest.mark.parametrize("from_file", [True, False], ids=["own-process", "in-process"])
+def test_a_failed_report_never_fails_the_night(tmp_path, from_file, caplog):
+    """write_fleet_report (what `run` calls after the audit) turns a report that cannot be built
+    into a warning and None, in its own process (config from a file) or in-process: the night's
+    exit code is the audit's."""
+    from jobs.config import load_config, parse_config
+    from jobs.pipeline import write_fleet_report
+
+    raw = {"warehouse": str(tmp_path / "empty-warehouse"), "defaults": {"user": "audit"},
+           "servers": [{"name": "a", "host": "a.db", "port": 3306}]}
+    if from_file:
+        import json
+
+        path = tmp_path / "c.yaml"
+        path.write_text(json.dumps(raw))  # JSON is YAML
+        config = load_config(path)
+    else:
+        config = parse_config(raw)
+    with caplog.at_level("WARNING", logger="gtid_audit.pipeline"):
+        assert write_fleet_report(config, "20261102T030000Z-x") is None
+    assert "report not written" in caplog.text and "audited" in caplog.text

@@ -9,24 +9,22 @@ and must match what the model said before the promotion.
 """
 from __future__ import annotations
 
-import datetime as dt
 import re
 
 import pytest
 
-from gtid_core import GtidSet
+from gtid_core import GtidSet, Severity
 from gtid_core.failover import (
     EQUAL_SERVER_UUID,
-    FailoverReplica,
     SiblingResult,
     Verdict,
-    check_duplicate_server_identity,
     failover_findings,
     failover_rows,
-    model_failover,
 )
+from gtid_core.identity import IdentityServer, check_duplicate_identities
 from gtid_core.reconnect import ER_MASTER_HAS_PURGED_REQUIRED_GTIDS
 from jobs.sandbox import failover_scenarios as fs
+from jobs.sandbox.failover_scenarios import build_model
 
 pytestmark = pytest.mark.mysql
 
@@ -38,40 +36,6 @@ NO_LOG_REPLICA_UPDATES = {**FAN, "servers": [{"name": "s"}, {"name": "r1", "opti
 MISSING_RE = re.compile(r"the missing transactions are '([^']*)'")
 ER_SOURCE_FATAL_ERROR_READING_BINLOG = 13114
 ER_REPLICA_FATAL_ERROR = 13117
-
-
-# ---------------------------------------------------------------------------------------------
-# live snapshots -> model (the only place that converts; the audit job's converters may move)
-
-def read_snapshots(fleet, names):
-    """Read ``names`` in order with the collector; {name: (ServerSnapshot, [ChannelSnapshot])}."""
-    from jobs.audit_tasks import channel_snapshot, server_snapshot
-    from jobs.collector import RunContext, ServerSpec, read_server
-    from jobs.config import CollectionSettings
-
-    ctx = RunContext(run_id="failover", run_date=dt.date(2026, 11, 23), settings=CollectionSettings().read_settings())
-    out = {}
-    for name in names:
-        server = fleet.server(name)
-        spec = ServerSpec(name=name, host=server.host, port=server.port, user="audit",
-                          password_file=str(fleet.audit_password_file), connect_timeout_s=5, read_timeout_s=10)
-        result = read_server(spec, ctx)
-        assert result.errors == [], result.errors
-        snap = server_snapshot({**result.server, "binary_logs": result.binary_logs})
-        out[name] = (snap, [channel_snapshot(row) for row in result.channels])
-    return out
-
-
-def build_model(fleet, source, replicas):
-    """The failover model of ``source``, its replicas read first and the source last."""
-    snaps = read_snapshots(fleet, [*replicas, source])
-    port = fleet.server(source).port
-    members = []
-    for name in replicas:
-        server, channels = snaps[name]
-        (channel,) = [c for c in channels if c.source_port == port]
-        members.append(FailoverReplica(server, channel))
-    return model_failover(snaps[source][0], members), snaps
 
 
 def cand(model, name):
@@ -197,11 +161,22 @@ def test_cloned_server_uuid_is_critical_and_the_clone_refuses_its_twin(fleet_fac
     behind = g(s.query_value("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (f.server(kicked).gtid_executed(),)))
     assert behind
     model, snaps = build_model(f, "s", ["r1", "r2", "r1clone"])
-    dupes = check_duplicate_server_identity([s for s, _ in snaps.values()], [("r1", "s"), ("r2", "s"), ("r1clone", "s")])
-    assert sorted(d.server for d in dupes) == ["r1", "r1clone"]
+    # no cluster labels: the twins meet at s, whose dump thread kicks one of them (observed above)
+    dupes = check_duplicate_identities([IdentityServer.from_snapshot(snap, sources={"s"} if n != "s" else ())
+                                        for n, (snap, _) in snaps.items()])
+    assert sorted((d.server, d.severity) for d in dupes) == [("r1", Severity.CRITICAL), ("r1clone", Severity.CRITICAL)]
+    assert all("both replicate from s" in d.evidence["data_meets"] for d in dupes)
+    uuid = result.details["server_uuid"]
+    for d in dupes:     # the uuid's GTIDs each twin executed (none: neither wrote), read from the servers
+        other = "r1clone" if d.server == "r1" else "r1"
+        mine, theirs = (g(result.gtid_sets[f"{n}.gtid_executed"]).for_uuid(uuid) for n in (d.server, other))
+        assert d.evidence["gtid_executed_of_uuid"] == mine.to_text(multiline=False)
+        assert d.gtid_set == ((mine & theirs) or None)
     assert sib(cand(model, running), kicked).refusal == EQUAL_SERVER_UUID
     assert cand(model, running).verdict is Verdict.REFUSES_SIBLINGS
-    assert cand(model, kicked).verdict is Verdict.REFUSES_SIBLINGS      # and it lags: its receiver was kicked
+    # it lags too (its receiver was kicked): losing transactions is the gravest of its costs
+    assert cand(model, kicked).verdict is Verdict.LOSES_TRANSACTIONS
+    assert sib(cand(model, kicked), running).refusal == EQUAL_SERVER_UUID
     assert sib(cand(model, kicked), "r2").lost == behind
     assert cand(model, "r2").verdict is Verdict.SAFE and model.candidates[0].candidate == "r2"
     assert ("failover_candidate_unsafe", running) in findings_of(model)

@@ -106,11 +106,14 @@ def test_errant_transaction_per_dialect(audited, version):
 
 @pytest.mark.parametrize("version", ["5.6.51", "5.7.44", "8.0.21", "8.0.22", "8.0.36", "8.4.3"])
 def test_healthy_clusters_have_no_findings(audited, version):
-    """Healthy clusters of every dialect (a 5.7 chain among them) give no warning or critical."""
+    """Healthy clusters of every dialect (a 5.7 chain among them) give no warning or critical, while
+    the same audit finds the errant cluster of that dialect (positive control)."""
     fleet, findings = audited
     cluster = "ok" + version.replace(".", "")
     names = [s.name for s in fleet.servers if s.cluster == cluster]
-    assert _found(findings, *names) == set()
+    assert names and _found(findings, *names) == set()
+    errant = [f"er{version.replace('.', '')}-s", f"er{version.replace('.', '')}-r1"]
+    assert _found(findings, *errant) and _found(findings, *errant) == _truth(fleet, *errant)
 
 
 def test_multi_source_and_purged(audited):

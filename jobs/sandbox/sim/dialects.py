@@ -38,6 +38,27 @@ Version rules used here (each with the manual page it comes from):
   an enum OFF/ON/WARN from 5.7.6 (https://dev.mysql.com/doc/refman/5.7/en/replication-options-gtids.html).
 * Tagged GTIDs (``uuid:tag:n``, event type ``Gtid_tagged_log_event``) from 8.3.0
   (https://dev.mysql.com/doc/refman/8.4/en/replication-gtids-concepts.html).
+* TLS out of the box (``offers_tls``): a server built with OpenSSL generates its certificates at
+  first start (``auto_generate_certs``, ON by default, 5.7.5+) and offers TLS with no
+  configuration. Community builds used yaSSL, which generates none, until 5.7.28; from 5.7.28
+  every build uses OpenSSL (https://dev.mysql.com/doc/refman/5.7/en/ssl-libraries.html,
+  https://dev.mysql.com/worklog/task/?id=7699). So a community 5.6 or 5.7 before 5.7.28 offers
+  TLS only when it was given certificates, and 5.7.28+ and 8.0+ always do. The simulator serves
+  TLS (when it is given a certificate) on exactly these versions.
+* A dump refused by the source (``source_fatal_errno``, ``purged_refusal_error``): the receiver
+  stops with Last_IO_Errno 1236 (ER_MASTER_FATAL_ERROR_READING_BINLOG) up to the 8.0 milestones
+  and 13114 from 8.0.11 (GA) on, and words a purge refusal in the old master/slave terms before
+  8.0.11. Both rules come from the server's own recorded test results, not from a manual (the
+  rows of ``tests/core/test_mysql_test_replay.py``, docs/server-tests.md):
+  ``rpl_gtid_validate_slave_gtids.result`` recorded ``wait_for_slave_io_error.inc [errno=1236]``
+  and the old wording on 5.6.22 and 5.6.23 (upstream ``f9725ff9``, ``e603acb5``), on a later
+  5.6 (mysql/mysql-server ``1a15643f``), on a 5.7 tree (``045f1ec7``) and on an 8.0 milestone
+  tree (``4c6353ea``, before 8.0.11: it warns that sql mode 'NO_AUTO_CREATE_USER' is deprecated,
+  and that mode is gone from 8.0.11); the 8.0 trees of ``rpl_gtid_purged_fail_to_connect.result``
+  (``c958ce4a``, ``1e5f282a``) recorded 13114; the 8.4 / 9.x tree (``312d9ed7``) recorded 13114
+  and the source/replica wording. Which milestone first reported 13114 is not recorded: 8.0.0 -
+  8.0.10 (never GA) are all given 1236. The 8.0 GA wording before the source/replica terms is not
+  recorded either (those rows do not print Last_IO_Error): 8.0.11+ are given the 9.x text.
 * Errors (https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html): 1064
   ER_PARSE_ERROR (42000), 1193 ER_UNKNOWN_SYSTEM_VARIABLE (HY000), 1146 ER_NO_SUCH_TABLE (42S02),
   1054 ER_BAD_FIELD_ERROR (42S22), 1220 ER_ERROR_WHEN_EXECUTING_COMMAND (HY000), 1227
@@ -107,6 +128,22 @@ class ERR:
     @staticmethod
     def table_denied(user: str, table: str) -> SqlError:
         return SqlError(1142, f"SELECT command denied to user '{user}'@'localhost' for table '{table}'")
+
+
+# The receiver's Last_IO_Error when its source refused the dump with
+# ER_MASTER_HAS_PURGED_REQUIRED_GTIDS, as the server's own tests recorded it (module docstring).
+# Old wording: rpl_gtid_validate_slave_gtids.result on 5.6.22, 5.6.23, 5.7 and an 8.0 milestone
+# ends here; the later 5.6 tree of that test (1a15643f, 5.6.27+) appends "Replicate the missing
+# transactions from elsewhere, ...", advice and the sets, which the simulator leaves out (the
+# release that added them is not recorded, so every old-wording version gets the common part).
+# 9.x wording: rpl_gtid_validate_slave_gtids.result on 8.4 / 9.x goes on with "Consider increasing
+# the source's binary log expiration period." and the sets, likewise left out.
+PURGED_REFUSAL_OLD = ("Got fatal error 1236 from master when reading data from binary log: 'The slave is connecting "
+                      "using CHANGE MASTER TO MASTER_AUTO_POSITION = 1, but the master has purged binary logs "
+                      "containing GTIDs that the slave requires.'")
+PURGED_REFUSAL_9X = ("Got fatal error 1236 from source when reading data from binary log: 'Cannot replicate because "
+                     "the source purged required binary logs. Replicate the missing transactions from elsewhere, or "
+                     "provision a new replica from backup.'")
 
 
 def _cols(spec: str) -> tuple[Col, ...]:
@@ -200,6 +237,8 @@ class Shape:
     tables: dict[str, tuple[Col, ...]]                       # performance_schema tables
     variables: dict[str, str]
     source_fatal_errno: int     # what the receiver reports for a dump refused by its source
+    purged_refusal_error: str   # its Last_IO_Error when the source purged GTIDs it needs (sets left out)
+    offers_tls: bool            # a default install offers TLS (certificates generated at first start)
 
     def column_type(self, cols: tuple[Col, ...], name: str) -> int:
         for c in cols:
@@ -250,4 +289,8 @@ def shape_for(version: MySQLVersion | str) -> Shape:
         variables.update(relay_log_info_repository="s", master_info_repository="s")
     return Shape(v, replica_status, binlog_status, replicas, binary_logs, channels=t >= (5, 7, 6),
                  tagged_gtids=t >= (8, 3, 0), tables=tables, variables=variables,
-                 source_fatal_errno=13114 if t >= (8, 0, 0) else 1236)
+                 # 1236 on the 8.0 milestone tree 4c6353ea (before 8.0.11), 13114 on the 8.0 GA trees
+                 # c958ce4a / 1e5f282a and on 8.4 / 9.x (see the module docstring)
+                 source_fatal_errno=13114 if t >= (8, 0, 11) else 1236,
+                 purged_refusal_error=PURGED_REFUSAL_9X if t >= (8, 0, 11) else PURGED_REFUSAL_OLD,
+                 offers_tls=t >= (5, 7, 28))

@@ -70,6 +70,7 @@ class SimChannel:
     sql_state: str = "Replica has read all relay log; waiting for more updates"
     auto_position: int = 1
     last_queued: str = ""
+    queueing: str = ""       # QUEUEING_TRANSACTION (8.0.2+): a receiver stopped inside a group
 
 
 @dataclass
@@ -200,18 +201,19 @@ def format_desc_end(version: MySQLVersion) -> int:
 
 
 def transaction_events(gtid: tuple[str, str | None, int], pos: int, end: int, server_id: int,
-                       table_id: int = 109, complete: bool = True) -> tuple[list[list[Any]], int, int]:
-    """A row-based transaction's events: Gtid, BEGIN, Table_map, Write_rows, Xid (without Xid when
-    incomplete). ``pos`` is the position in this file, ``end`` the End_log_pos in the source's
-    binary log. Returns (events, next pos, next end)."""
+                       table_id: int = 109, complete: bool = True, rows: int = 1) -> tuple[list[list[Any]], int, int]:
+    """A row-based transaction's events: Gtid, BEGIN, Table_map, ``rows`` Write_rows, Xid (without
+    Xid when incomplete). ``pos`` is the position in this file, ``end`` the End_log_pos in the
+    source's binary log. Returns (events, next pos, next end)."""
     uuid, tag, gno = gtid
     kind = "Gtid_tagged_log_event" if tag else "Gtid"
     text = f"{uuid}:{tag}:{gno}" if tag else f"{uuid}:{gno}"
     sizes = [(kind, 79 if not tag else 90, f"SET @@SESSION.GTID_NEXT= '{text}'"), ("Query", 71, "BEGIN"),
-             ("Table_map", 45, f"table_id: {table_id} (app.t)"),
-             ("Write_rows", 40, f"table_id: {table_id} flags: STMT_END_F"), ("Xid", 31, f"COMMIT /* xid={gno + 20} */")]
+             ("Table_map", 45, f"table_id: {table_id} (app.t)")]
+    sizes += [("Write_rows", 40, f"table_id: {table_id} flags: ")] * (rows - 1)
+    sizes += [("Write_rows", 40, f"table_id: {table_id} flags: STMT_END_F"), ("Xid", 31, f"COMMIT /* xid={gno + 20} */")]
     if not complete:
-        sizes = sizes[:4]
+        sizes = sizes[:-1]
     events = []
     for etype, size, info in sizes:
         events.append([pos, etype, server_id, end + size, info])
@@ -424,7 +426,8 @@ class FleetBuilder:
 
     def purged_required(self, cluster: str, version: str) -> list[SimServer]:
         """The source purged binary logs the (stopped) replica still needs; its receiver failed
-        with 1236 (13114 on 8.0+). source_purged_required_gtids and replication_error."""
+        with 1236 (13114 from 8.0.11), worded as that version words it (:class:`.dialects.Shape`).
+        source_purged_required_gtids and replication_error."""
         src = self.source(f"{cluster}-s", version, cluster, transactions=300)
         own = src.server_uuid
         # the replica stopped at own:1-40; the source has since purged up to own:100
@@ -441,11 +444,9 @@ class FleetBuilder:
         ch.relay_events = ch.relay_events[:4]
         ch.relay_log_pos = ch.relay_events[-1][0] + format_desc_end(rep.mysql_version)
         ch.io_running, ch.io_state = "No", ""
-        errno = shape_for(rep.mysql_version).source_fatal_errno
-        ch.last_io_errno = errno
-        ch.last_io_error = ("Got fatal error 1236 from source when reading data from binary log: 'Cannot replicate "
-                            "because the source purged required binary logs. Replicate the missing transactions "
-                            "from elsewhere, or provision a new replica from backup.'")
+        shape = shape_for(rep.mysql_version)
+        ch.last_io_errno = shape.source_fatal_errno
+        ch.last_io_error = shape.purged_refusal_error
         ch.last_queued = _gtid_text([(own, None, 40)])
         self.truth_of("source_purged_required_gtids", rep.name, src.name, "critical", "purged_required")
         self.truth_of("replication_receiver_error", rep.name, src.name, "critical", "purged_required")
@@ -511,11 +512,13 @@ class FleetBuilder:
         self.truth_of("replica_gtid_history_lost", rep.name, src.name, "warning", "reset_replica")
         return [src, rep]
 
-    def relay_tail(self, cluster: str, version: str = "5.6.20") -> list[SimServer]:
-        """STOP SLAVE IO_THREAD in the middle of a transaction on a replica older than 5.7.6: the
-        relay log ends inside it and the GTID is already in Retrieved_Gtid_Set. Critical before
-        5.6.15 (announced on reconnect, never fetched again), warning 5.6.15-5.7.5 (left out of
-        the announced set). incomplete_relay_log_tail plus replication_stopped."""
+    def relay_tail(self, cluster: str, version: str = "5.6.20", *, rows: int = 1) -> list[SimServer]:
+        """STOP SLAVE IO_THREAD in the middle of a transaction of ``rows`` row events: the relay log
+        ends inside it; the applier waits at its Gtid event (Relay_Log_Pos). Before 5.7.6 the GTID is
+        already in Retrieved_Gtid_Set: critical before 5.6.15 (announced on reconnect, never
+        fetched again), warning 5.6.15-5.7.5 (left out of the announced set). From 5.7.6 it is not
+        (the boundary parser) and 8.0.2+ shows it as QUEUEING_TRANSACTION: warning.
+        incomplete_relay_log_tail plus replication_stopped."""
         src = self.source(f"{cluster}-s", version, cluster, purge=False, old_uuids=0)
         rep = self.replica(f"{cluster}-r1", src, provisioned=GtidSet.EMPTY)
         ch = rep.channels[0]
@@ -531,13 +534,18 @@ class FleetBuilder:
             ev, pos, end = transaction_events(gtid, pos, end, src.server_id)
             events += ev
         start, exec_end = pos, end
-        ev, pos, end = transaction_events(dangling, pos, end, src.server_id, complete=False)
+        ev, pos, end = transaction_events(dangling, pos, end, src.server_id, complete=False, rows=rows)
         events += ev
         ch.relay_events, ch.relay_log_pos = events, start
         ch.read_pos, ch.exec_pos = end, exec_end
         ch.io_running, ch.io_state = "No", ""
         ch.last_queued = _gtid_text([dangling])
         severity = "warning" if rep.mysql_version.leaves_out_last_retrieved_gtid else "critical"
+        if rep.mysql_version.has_boundary_parser:  # the GTID is retrieved only once its group is complete
+            ch.retrieved = _text(GtidSet.parse(ch.retrieved) - _iv(uuid, gno, gno, tag))
+            ch.last_queued = _gtid_text(last_gtids(applied, 1))
+            ch.queueing = _gtid_text([dangling]) if rep.mysql_version.triple >= (8, 0, 2) else ""
+            severity = "warning"
         self.truth_of("incomplete_relay_log_tail", rep.name, src.name, severity, "relay_tail")
         self.truth_of("replication_stopped", rep.name, src.name, "warning", "relay_tail")
         return [src, rep]

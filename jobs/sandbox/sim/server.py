@@ -8,7 +8,10 @@ parse ``SHOW RELAYLOG EVENTS ... FOR CHANNEL`` or ``SHOW REPLICA STATUS``, and a
 version must reject what the real one rejects.
 
 One event loop serves a shard of the fleet; :class:`Simulator` starts several processes (one
-shard each) and stops them by pid. Every process stops by itself after ``lifetime_s``.
+shard each) and stops them by pid. Every process stops by itself after ``lifetime_s``. Given a
+certificate (``tls=(cert, key)``), the servers whose version offers TLS out of the box
+(:attr:`.dialects.Shape.offers_tls`: 5.7.28+, 8.0+) offer it with that certificate; the older
+ones offer none, as a default install of those versions does. Without one, none offers TLS.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import random
 import re
 import resource
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -354,7 +358,7 @@ class SimSession:
                 "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP": queued,
                 "LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP": queued,
                 "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP": queued,
-                "QUEUEING_TRANSACTION": "", "QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP": None,
+                "QUEUEING_TRANSACTION": ch.queueing, "QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP": None,
                 "QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP": None,
                 "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP": None}
 
@@ -450,9 +454,17 @@ async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
         writer.close()
 
 
+def _tls_context(cert_file: str | Path, key_file: str | Path) -> ssl.SSLContext:
+    """The server side of TLS for the versions that offer it."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert_file), str(key_file))
+    return context
+
+
 async def serve(servers: list[SimServer], lifetime_s: float, latency: Latency, seed: int = 0,
-                ready: Path | None = None) -> None:
-    """Serve ``servers`` for ``lifetime_s`` seconds, then close every listener."""
+                ready: Path | None = None, tls: ssl.SSLContext | None = None) -> None:
+    """Serve ``servers`` for ``lifetime_s`` seconds, then close every listener. ``tls`` is
+    offered by the servers whose version offers TLS out of the box."""
     from mysql_mimic import MysqlServer
 
     _install_sqlstates()
@@ -469,7 +481,8 @@ async def serve(servers: list[SimServer], lifetime_s: float, latency: Latency, s
         if server.password not in identities:
             identities[server.password] = _Identity(server.password).provider()
         factory = (lambda s=server, sh=shape: SimSession(s, sh, latency, rng))
-        mimic = MysqlServer(session_factory=factory, identity_provider=identities[server.password])
+        mimic = MysqlServer(session_factory=factory, identity_provider=identities[server.password],
+                            ssl=tls if shape.offers_tls else None)
         await mimic.start_server(host=server.host, port=server.port, backlog=256)
         listeners.append(mimic)
     stop = asyncio.Event()
@@ -502,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lifetime", type=float, default=600.0)
     p.add_argument("--latency", default="1-3")
     p.add_argument("--ready", type=Path)
+    p.add_argument("--tls-cert", type=Path, help="PEM certificate the TLS-capable versions offer")
+    p.add_argument("--tls-key", type=Path, help="its private key")
     args = p.parse_args(argv)
     logging.getLogger("mysql_mimic").setLevel(logging.CRITICAL)
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
@@ -509,8 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     fleet = SimFleet.load(args.fleet)
     servers = fleet.servers[args.shard::args.shards]
     try:
+        tls = _tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
         asyncio.run(serve(servers, args.lifetime, Latency.parse(args.latency), seed=args.shard,
-                          ready=args.ready))
+                          ready=args.ready, tls=tls))
     except OSError as exc:
         if args.ready is not None:
             args.ready.with_suffix(".error").write_text(str(exc))
@@ -519,15 +535,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class Simulator:
-    """Simulator processes for a saved fleet; a context manager that stops exactly them."""
+    """Simulator processes for a saved fleet; a context manager that stops exactly them.
+    ``tls``: (certificate, key) PEM paths offered by the versions that offer TLS."""
 
     def __init__(self, fleet_path: str | Path, *, processes: int = 1, lifetime_s: float = 600.0,
-                 latency: Latency | str = "1-3", workdir: str | Path | None = None):
+                 latency: Latency | str = "1-3", workdir: str | Path | None = None,
+                 tls: tuple[str | Path, str | Path] | None = None):
         self.fleet_path = Path(fleet_path).resolve()
         self.processes = max(1, processes)
         self.lifetime_s = lifetime_s
         self.latency = latency if isinstance(latency, Latency) else Latency.parse(latency)
         self.workdir = Path(workdir or self.fleet_path.parent)
+        self.tls = tls
         self.procs: list[subprocess.Popen] = []
         self.cpu_seconds = 0.0
 
@@ -541,7 +560,9 @@ class Simulator:
             self.procs.append(subprocess.Popen(
                 [sys.executable, "-m", "jobs.sandbox.sim", "--fleet", str(self.fleet_path),
                  "--shard", str(i), "--shards", str(self.processes), "--lifetime", str(self.lifetime_s),
-                 "--latency", self.latency.spec(), "--ready", str(ready)],
+                 "--latency", self.latency.spec(), "--ready", str(ready)]
+                + (["--tls-cert", str(Path(self.tls[0]).resolve()), "--tls-key", str(Path(self.tls[1]).resolve())]
+                   if self.tls else []),
                 start_new_session=True, cwd=str(Path(__file__).resolve().parents[3])))
         deadline = time.monotonic() + timeout
         while not all(r.exists() for r in readies):

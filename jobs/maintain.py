@@ -1,0 +1,247 @@
+"""``gtid-audit maintain``: the tables' lifecycle, also the last step of ``run`` (``maintenance.after_run``).
+
+For every table of the warehouse, in one Spark session:
+
+1. **Table properties** from the ``maintenance`` settings (``delta.logRetentionDuration``,
+   ``delta.deletedFileRetentionDuration``, ``delta.checkpointInterval``); new tables get the
+   defaults at creation (``jobs.delta_io.table_properties``). An unchanged property is not
+   rewritten, so a steady night adds no commit for it.
+2. **Retention**: ``DELETE WHERE run_date < <date> - retention_days``. The predicate names only
+   the partition column, so Delta drops whole files without reading them.
+3. **Compaction**: ``OPTIMIZE ... WHERE run_date >= <date> - optimize_days ZORDER BY (<the
+   columns the dashboards filter on>)``: one night's small files (and a rerun's) become one file
+   per partition; older partitions, already compacted, are not rewritten again.
+4. **VACUUM** with the table's ``delta.deletedFileRetentionDuration``: the files removed by
+   reruns, retention, compaction and the nightly whole-table replacement of ``uuid_registry``
+   are deleted once older than that.
+
+Exit codes of the command: 0 done; 1 a table could not be maintained (the others still were).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from jobs.config import ConfigError, GtidAuditConfig, MaintenanceSettings, load_config
+
+__all__ = ["MaintenanceError", "TableMaintenance", "maintain_tables", "register"]
+
+log = logging.getLogger("gtid_audit.maintain")
+
+
+class MaintenanceError(RuntimeError):
+    """Raised before any table is touched when the ``maintenance`` settings name a table or a
+    Z-order column the schemas do not have (quoted in the message)."""
+
+
+@dataclass
+class TableMaintenance:
+    """What maintenance did to one table."""
+
+    table: str
+    exists: bool = True
+    properties_set: dict[str, str] = field(default_factory=dict)
+    deleted_before: dt.date | None = None      # partitions older than this were deleted
+    rows_deleted: int = 0
+    files_compacted: int = 0                    # files OPTIMIZE removed (rewritten into fewer)
+    files_vacuumed: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+    def line(self) -> str:
+        if not self.exists:
+            return f"{self.table}: no table"
+        if self.error:
+            return f"{self.table}: FAILED {self.error}"
+        kept = f"deleted {self.rows_deleted} rows before {self.deleted_before}" if self.deleted_before else "kept"
+        return (f"{self.table}: {kept}, compacted {self.files_compacted} files, "
+                f"vacuumed {self.files_vacuumed} files ({self.seconds:.1f}s)")
+
+
+def check_settings(settings: MaintenanceSettings) -> None:
+    """Raise :class:`MaintenanceError` for a table or Z-order column that does not exist, or a
+    Z-order on a partition column."""
+    from schemas import all_tables
+
+    tables = all_tables()
+    for group in ("retention_days", "zorder"):
+        for name in getattr(settings, group):
+            if name not in tables:
+                raise MaintenanceError(f"maintenance.{group}: unknown table {name!r} (known: {sorted(tables)!r})")
+    for name, days in settings.retention_days.items():
+        if days is not None and "run_date" not in tables[name].partition_by:
+            raise MaintenanceError(f"maintenance.retention_days.{name}: table {name!r} is not "
+                                   f"partitioned by run_date, retention does not apply")
+    for name, cols in settings.zorder.items():
+        schema = tables[name]
+        for col in cols:
+            if col not in schema.column_names:
+                raise MaintenanceError(f"maintenance.zorder.{name}: unknown column {col!r}")
+            if col in schema.partition_by:
+                raise MaintenanceError(f"maintenance.zorder.{name}: {col!r} is a partition column")
+        if cols and schema.cluster_by:
+            raise MaintenanceError(f"maintenance.zorder.{name}: the table is clustered by "
+                                   f"{schema.cluster_by!r}; OPTIMIZE clusters it, Z-order does not apply")
+
+
+def _set_properties(spark, uri: str, wanted: dict[str, str]) -> dict[str, str]:
+    """ALTER the properties that differ; returns those it set."""
+    current = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{uri}`").collect()}
+    changed = {k: v for k, v in wanted.items() if current.get(k) != v}
+    if changed:
+        assignments = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(changed.items()))
+        spark.sql(f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES ({assignments})")
+    return changed
+
+
+@contextlib.contextmanager
+def _session_conf(spark, key: str, value: str):
+    """``key`` set to ``value`` in the session for the block, restored after."""
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
+
+
+def _vacuum(spark, table, uri: str) -> None:
+    """VACUUM LITE (the files the log says were removed, no directory listing) with the table's
+    delta.deletedFileRetentionDuration; a full VACUUM when the log no longer covers the files
+    to delete (Delta refuses LITE then) or this Delta has no LITE."""
+    try:
+        spark.sql(f"VACUUM delta.`{uri}` LITE")
+    except Exception as exc:  # noqa: BLE001 - Py4J/Analysis errors of any kind: fall back
+        log.info("VACUUM LITE of %s not possible (%s): full VACUUM", uri, str(exc).splitlines()[0][:200])
+        table.vacuum()
+
+
+def _metric(df, name: str) -> int:
+    rows = df.collect()
+    if not rows or name not in rows[0].asDict():
+        return 0
+    value = rows[0][name]
+    return int(value or 0)
+
+
+def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettings, *,
+                   on: dt.date) -> TableMaintenance:
+    """Properties, retention, compaction and VACUUM of one table (see the module docstring)."""
+    from delta.tables import DeltaTable
+
+    from jobs.delta_io import table_properties, table_uri
+    from schemas import get_table
+
+    started = time.monotonic()
+    out = TableMaintenance(table=name)
+    uri = table_uri(warehouse, name)
+    if not DeltaTable.isDeltaTable(spark, uri):
+        out.exists = False
+        return out
+    schema = get_table(name)
+    partitioned = "run_date" in schema.partition_by
+    table = DeltaTable.forPath(spark, uri)
+    out.properties_set = _set_properties(spark, uri, table_properties(
+        log_retention_days=settings.log_retention_days,
+        deleted_file_retention_hours=settings.deleted_file_retention_hours,
+        checkpoint_interval=settings.checkpoint_interval))
+
+    days = settings.retention_days.get(name)
+    if days is not None and partitioned:
+        out.deleted_before = on - dt.timedelta(days=days)
+        cutoff = f"run_date < DATE'{out.deleted_before.isoformat()}'"
+        if spark.read.format("delta").load(uri).where(cutoff).limit(1).count():
+            table.delete(cutoff)
+            out.rows_deleted = _metric(table.history(1).selectExpr(
+                "cast(operationMetrics['numDeletedRows'] as bigint) AS n"), "n")
+
+    if settings.optimize:
+        builder = table.optimize()
+        if partitioned:
+            since = on - dt.timedelta(days=settings.optimize_days)
+            builder = builder.where(f"run_date >= DATE'{since.isoformat()}'")
+        cols = list(settings.zorder.get(name, ()))
+        result = builder.executeZOrderBy(*cols) if cols else builder.executeCompaction()
+        out.files_compacted = _metric(result.selectExpr("metrics.numFilesRemoved AS n"), "n")
+
+    if settings.vacuum:
+        before = table.history(1).select("version").collect()[0]["version"]
+        # VACUUM lists the table's directories with spark.sql.sources.parallelPartitionDiscovery
+        # .parallelism tasks (default 10,000: 68 s of empty tasks on a 2-core machine for a table
+        # of a few partitions); the cluster's parallelism is plenty for one table's directories
+        with _session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism",
+                           str(max(1, spark.sparkContext.defaultParallelism))):
+            _vacuum(spark, table, uri)
+        vac = table.history(3).where(f"version > {before} AND operation = 'VACUUM END'")
+        out.files_vacuumed = _metric(vac.selectExpr(
+            "cast(operationMetrics['numDeletedFiles'] as bigint) AS n"), "n")
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None,
+                    tables: Sequence[str] | None = None) -> list[TableMaintenance]:
+    """Maintain every registered table (or ``tables``) of the configured warehouse, as of
+    ``on`` (default: today, UTC). A table that fails is reported in its result, never stops
+    the others."""
+    from schemas import all_tables
+
+    settings = config.maintenance
+    check_settings(settings)
+    names = list(tables) if tables else sorted(all_tables())
+    unknown = sorted(set(names) - set(all_tables()))
+    if unknown:
+        raise MaintenanceError(f"unknown table(s) {unknown!r}")
+    on = on or dt.datetime.now(dt.timezone.utc).date()
+    warehouse = config.resolved_warehouse()
+    results = []
+    for name in names:
+        try:
+            result = maintain_table(spark, warehouse, name, settings, on=on)
+        except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
+            log.error("maintenance of %s failed: %s", name, exc)
+            result = TableMaintenance(table=name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+        if result.exists:
+            log.info("%s", result.line())
+        results.append(result)
+    return results
+
+
+def _command(args: argparse.Namespace) -> int:
+    from jobs.delta_jars import DeltaJarsError
+    from jobs.spark import build_session
+
+    try:
+        config = load_config(args.config)
+        on = dt.date.fromisoformat(args.date) if args.date else None
+        spark = build_session(config.spark)
+        results = maintain_tables(spark, config, on=on, tables=args.table or None)
+    except (ConfigError, MaintenanceError, DeltaJarsError, ValueError) as exc:
+        log.error("%s", exc)
+        return 1
+    for r in results:
+        print(r.line())
+    return 1 if any(r.error for r in results) else 0
+
+
+def register(subparsers) -> None:
+    """Add ``maintain`` to the gtid-audit parser."""
+    p = subparsers.add_parser(
+        "maintain", help="table lifecycle: retention, OPTIMIZE/Z-order, VACUUM, table properties",
+        description="Apply the `maintenance` settings to every table: delete partitions past their "
+                    "retention, compact the recent partitions (Z-ordered by the columns the "
+                    "dashboards filter on), VACUUM files past delta.deletedFileRetentionDuration. "
+                    "`run` does the same as its last step when maintenance.after_run is true. "
+                    "Exit 1 when a table could not be maintained.")
+    p.add_argument("--config", required=True, metavar="FILE", help="configuration file (YAML)")
+    p.add_argument("--table", action="append", metavar="NAME", help="only this table (repeatable)")
+    p.add_argument("--date", metavar="YYYY-MM-DD", help="maintain as of this date (default: today, UTC)")
+    p.set_defaults(func=_command)

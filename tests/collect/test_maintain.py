@@ -1,0 +1,194 @@
+"""jobs.maintain and the partition-named writes of jobs.delta_io: on a small warehouse, retention
+removes old partitions and only those, OPTIMIZE compacts, VACUUM deletes the dead files, and a
+run's rows are replaced inside its own run_date partition."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import pytest
+from deltalake import DeltaTable
+
+from jobs.config import parse_config
+from jobs.delta_io import frame_from_rows, merge_latest, read_arrow, run_date_of, write_run_frame, write_run_rows
+from jobs.maintain import MaintenanceError, maintain_tables
+from schemas import SchemaError, get_table
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.timezone.utc
+ON = dt.date(2026, 11, 24)
+_FILL = {"string": "x", "int64": 0, "int32": 0, "bool": False, "double": 0.0,
+         "timestamp": dt.datetime(2026, 11, 24, 2, 15, tzinfo=UTC), "date": ON}
+
+
+def full_row(table: str, **values) -> dict:
+    """A row with every non-nullable column filled by type, overridden by ``values``."""
+    row = {}
+    for col in get_table(table).columns:
+        row[col.name] = values.get(col.name, None if col.nullable else _FILL[col.type.value])
+    return row
+
+
+def relay_rows(run_id: str, run_date: dt.date, n: int = 3) -> list[dict]:
+    return [full_row("relay_log_tail", run_id=run_id, run_date=run_date, server="db-a1", channel_name="",
+                     seq=i) for i in range(n)]
+
+
+def config(tmp_path, **maintenance):
+    return parse_config({"warehouse": str(tmp_path), "servers": [{"name": "db-a1", "host": "h", "user": "u"}],
+                         "maintenance": maintenance})
+
+
+def add_actions(table_dir) -> list[dict]:
+    import pyarrow as pa
+
+    return pa.table(DeltaTable(str(table_dir)).get_add_actions(flatten=True)).to_pylist()
+
+
+def parquet_on_disk(table_dir) -> set[str]:
+    return {os.path.relpath(os.path.join(d, f), table_dir) for d, _, files in os.walk(table_dir)
+            for f in files if f.endswith(".parquet") and "_delta_log" not in d}
+
+
+def test_maintain_removes_old_partitions_compacts_and_vacuums(spark, tmp_path):
+    """relay_log_tail loses the partition past 14 days (not the one 13 days old), today's two runs become one file, the
+    rerun's and the deleted partitions' files leave the disk; findings (kept) lose nothing."""
+    wh = str(tmp_path)
+    old, expired, recent = ON - dt.timedelta(days=40), ON - dt.timedelta(days=15), ON - dt.timedelta(days=13)
+    for run_id, day in (("r-expired", expired), ("r-recent", recent), ("r-a", ON), ("r-b", ON)):
+        write_run_rows(spark, "relay_log_tail", relay_rows(run_id, day), warehouse=wh, run_id=run_id)
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")  # a rerun
+    write_run_rows(spark, "findings", [full_row("findings", run_id="r-old", run_date=old)], warehouse=wh,
+                   run_id="r-old")
+    table_dir = tmp_path / "relay_log_tail"
+    before = parquet_on_disk(table_dir)
+    today = [a for a in add_actions(table_dir) if a["partition.run_date"] == ON]
+    assert len(today) >= 2  # two runs' files in today's partition (the positive control)
+    time.sleep(1)  # VACUUM keeps files removed less than the retention (0 h here) ago, to the ms
+
+    results = {r.table: r for r in maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=0),
+                                                   on=ON, tables=["relay_log_tail", "findings"])}
+
+    assert not any(r.error for r in results.values()), [r.line() for r in results.values()]
+    relay = read_arrow(wh, "relay_log_tail")
+    assert sorted(set(relay.column("run_id").to_pylist())) == ["r-a", "r-b", "r-recent"]
+    assert relay.num_rows == 9
+    assert results["relay_log_tail"].rows_deleted == 3
+    assert results["relay_log_tail"].deleted_before == ON - dt.timedelta(days=14)
+    actions = add_actions(table_dir)
+    assert len([a for a in actions if a["partition.run_date"] == ON]) == 1
+    assert results["relay_log_tail"].files_compacted >= 2
+    live = {a["path"] for a in actions}
+    assert parquet_on_disk(table_dir) == live  # every dead file is gone from the disk
+    assert results["relay_log_tail"].files_vacuumed == len(before - live)
+    assert read_arrow(wh, "findings").column("run_id").to_pylist() == ["r-old"]
+    props = DeltaTable(str(table_dir)).metadata().configuration
+    assert props["delta.deletedFileRetentionDuration"] == "interval 0 hours"
+    assert props["delta.logRetentionDuration"] == "interval 30 days"
+
+
+def test_tables_are_created_with_the_default_properties(spark, tmp_path):
+    """A new table carries the log retention, deleted-file retention and checkpoint interval."""
+    write_run_rows(spark, "relay_log_tail", relay_rows("r1", ON), warehouse=str(tmp_path), run_id="r1")
+    props = DeltaTable(str(tmp_path / "relay_log_tail")).metadata().configuration
+    assert props == {"delta.logRetentionDuration": "interval 30 days",
+                     "delta.deletedFileRetentionDuration": "interval 168 hours",
+                     "delta.checkpointInterval": "10"}
+
+
+def test_a_run_is_replaced_inside_its_partition_and_keeps_its_date(spark, tmp_path):
+    """A rerun replaces only its run_date partition; rows of another date for the run are refused;
+    run_date_of answers the date recorded in runs."""
+    wh = str(tmp_path)
+    write_run_rows(spark, "relay_log_tail", relay_rows("r1", ON), warehouse=wh, run_id="r1")
+    write_run_rows(spark, "relay_log_tail", relay_rows("r1", ON, n=2), warehouse=wh, run_id="r1")
+    assert read_arrow(wh, "relay_log_tail", run_id="r1", run_date=ON).num_rows == 2
+    assert read_arrow(wh, "relay_log_tail", run_id="r1", run_date=ON - dt.timedelta(days=1)).num_rows == 0
+    with pytest.raises(Exception, match="(?i)replaceWhere|do not satisfy|DELTA_REPLACE_WHERE"):
+        write_run_frame(spark, "relay_log_tail", frame_from_rows(spark, "relay_log_tail", relay_rows(
+            "r1", ON + dt.timedelta(days=1))), warehouse=wh, run_id="r1", run_date=ON)
+    with pytest.raises(SchemaError, match="other dates"):
+        write_run_rows(spark, "relay_log_tail", relay_rows("r1", ON + dt.timedelta(days=1)), warehouse=wh,
+                       run_id="r1", run_date=ON)
+    assert run_date_of(spark, wh, "r1") is None  # no runs table yet
+    write_run_rows(spark, "runs", [full_row("runs", run_id="r1", run_date=ON)], warehouse=wh, run_id="r1")
+    assert run_date_of(spark, wh, "r1") == ON
+    assert run_date_of(spark, wh, "r2") is None
+
+
+def test_settings_naming_unknown_tables_or_columns_are_refused(spark, tmp_path):
+    """A typo in the maintenance settings stops before any table is touched."""
+    with pytest.raises(MaintenanceError, match="'relay_log_tial'"):
+        maintain_tables(spark, config(tmp_path, retention_days={"relay_log_tial": 7}))
+    with pytest.raises(MaintenanceError, match="partition column"):
+        maintain_tables(spark, config(tmp_path, zorder={"findings": ["run_date"]}))
+    with pytest.raises(MaintenanceError, match="not partitioned"):
+        maintain_tables(spark, config(tmp_path, retention_days={"uuid_registry": 30}))
+
+
+def finding_row(run_id: str, run_date: dt.date, key: str, status: str = "open", count: int = 1) -> dict:
+    return full_row("findings", run_id=run_id, run_date=run_date, finding_key=key, check_id="errant_transactions",
+                    severity="critical", server=key, status=status, gtid_count=count, first_seen=ON)
+
+
+def latest(wh) -> dict[str, tuple]:
+    t = read_arrow(wh, "findings_latest").to_pylist()
+    return {r["finding_key"]: (r["run_id"], r["status"], r["gtid_count"]) for r in t}
+
+
+def test_findings_latest_keeps_each_keys_newest_row(spark, tmp_path):
+    """MERGE on finding_key: newer runs replace, resolved rows stay resolved, an old run audited
+    again does not move a finding back, a rerun's vanished key is deleted; the table is clustered."""
+    wh = str(tmp_path)
+    d1, d2 = ON - dt.timedelta(days=1), ON
+
+    def merge(run_id, day, rows):
+        df = frame_from_rows(spark, "findings", rows)
+        merge_latest(spark, "findings_latest", df, warehouse=wh, run_id=run_id)
+
+    merge("r1", d1, [finding_row("r1", d1, "a"), finding_row("r1", d1, "b")])
+    merge("r2", d2, [finding_row("r2", d2, "a", count=5), finding_row("r2", d2, "b", "resolved"),
+                     finding_row("r2", d2, "c")])
+    assert latest(wh) == {"a": ("r2", "open", 5), "b": ("r2", "resolved", 1), "c": ("r2", "open", 1)}
+    merge("r1", d1, [finding_row("r1", d1, "a"), finding_row("r1", d1, "b")])  # r1 audited again
+    assert latest(wh) == {"a": ("r2", "open", 5), "b": ("r2", "resolved", 1), "c": ("r2", "open", 1)}
+    merge("r2", d2, [finding_row("r2", d2, "a", count=5), finding_row("r2", d2, "b", "resolved")])
+    assert latest(wh) == {"a": ("r2", "open", 5), "b": ("r2", "resolved", 1)}
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{tmp_path / 'findings_latest'}`").collect()[0]
+    assert list(detail["clusteringColumns"]) == ["severity", "check_id", "cluster"]
+    assert list(detail["partitionColumns"]) == []
+
+
+def test_maintain_command_exit_codes(spark, tmp_path, capsys):
+    """`gtid-audit maintain` exits 0 on a warehouse with no tables yet and 1 on a bad setting."""
+    from jobs.cli import main
+
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    base = f"warehouse: {tmp_path / 'wh'}\nservers: [{{name: db-a1, host: h, user: u}}]\n"
+    good.write_text(base)
+    bad.write_text(base + "maintenance: {zorder: {findings: [run_date]}}\n")
+    assert main(["maintain", "--config", str(good), "--table", "relay_log_tail"]) == 0
+    assert "relay_log_tail: no table" in capsys.readouterr().out
+    assert main(["maintain", "--config", str(bad)]) == 1
+
+
+@pytest.mark.parametrize("after_run", [True, False], ids=["after_run", "off"])
+def test_run_maintains_the_tables_only_when_configured(monkeypatch, tmp_path, after_run):
+    """`run` (collect + audit) ends with maintenance exactly when maintenance.after_run is set."""
+    import jobs.audit
+    import jobs.collect
+    import jobs.maintain
+    from jobs.pipeline import run_night
+
+    calls = []
+    monkeypatch.setattr(jobs.collect, "run_collect", lambda *a, **k: type(
+        "S", (), {"run_id": "r1", "seconds": 1.0, "line": lambda self: "collected"})())
+    monkeypatch.setattr(jobs.audit, "audit_run", lambda *a, **k: type("A", (), {"run_id": "r1", "exit_code": 2})())
+    monkeypatch.setattr(jobs.maintain, "maintain_tables", lambda spark, config: calls.append(config) or ["done"])
+    night = run_night(config(tmp_path, after_run=after_run), spark=object())
+    assert night.exit_code == 2  # maintenance never changes the night's outcome
+    assert (night.maintained, len(calls)) == ((["done"], 1) if after_run else (None, 0))
+    run_night(config(tmp_path, after_run=after_run), collect=False, spark=object())  # `audit` alone: never
+    assert len(calls) == (1 if after_run else 0)
