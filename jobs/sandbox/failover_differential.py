@@ -603,7 +603,18 @@ def quiesce(fleet: Fleet, timeout: float = TIMEOUT) -> None:
     """Wait until nothing is in flight: every running receiver holds its source's gtid_executed
     (executed ∪ received, on the replica), every running undelayed applier without an error has
     applied what was received."""
+    names = sorted({n for ch in fleet.topology.channels for n in (ch.replica, ch.source)})
+
     def settled() -> bool:
+        # a pass counts only if no server's gtid_executed moved while it ran: in a cycle a
+        # transaction can reach a server after its channels were checked (seed 5141: x's GTIDs
+        # went r2 -> s -> r4 while the pass looked at r4 first)
+        before = {n: _executed(fleet.server(n)) for n in names}
+        if not _pass():
+            return False
+        return all(_executed(fleet.server(n)) == before[n] for n in names)
+
+    def _pass() -> bool:
         for ch in fleet.topology.channels:
             rep, src = fleet.server(ch.replica), fleet.server(ch.source)
             st = channel_status(rep, ch.channel)

@@ -80,17 +80,27 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
         ("source_purged_required_gtids", "r3", "r1", ""),
         ("replication_stopped", "r3", "r1", ""),
         ("collection_failed", "ghost", None, None),
-        # failover readiness of the same faults: promoting r1 would refuse r2 (r1 purged its
-        # own errant transaction), promoting r3 would lose what r1 purged, so r1 has no safe
-        # candidate at all
-        ("failover_candidate_unsafe", "r1", "src", ""),
-        ("failover_candidate_unsafe", "r3", "r1", ""),
-        ("no_safe_failover_candidate", "r1", None, None),
+        # failover readiness: promoting r1 would refuse r2 (r1 purged its own errant transaction),
+        # promoting r3 would lose what r1 purged: both only restate the findings above, so they
+        # are info (root cause first) and not here. What is left is the multi-source r2's own
+        # cost: promoted for either source, it streams the other source's GTIDs into its
+        # siblings and the old source (a warning: it loses nothing), and with r1 unpromotable
+        # neither src nor bsrc has a safe candidate (a warning too: the least bad only spreads)
+        ("failover_candidate_unsafe", "r2", "src", "orders"),
+        ("failover_candidate_unsafe", "r2", "bsrc", "billing"),
+        ("no_safe_failover_candidate", "src", None, None),
+        ("no_safe_failover_candidate", "bsrc", None, None),
     }, json.dumps({f"{k}": v["detail"] for k, v in found.items()}, indent=1)
     assert found[("errant_transactions", "r1", "src", "")]["gtid_set"] == one_line(errant.gtid_sets["errant"])
     assert found[("errant_transactions", "r1", "src", "")]["gtid_set"] == f"{r1_uuid}:hotfix:1"
     assert found[("source_purged_required_gtids", "r3", "r1", "")]["gtid_set"] == one_line(purged.gtid_sets["missing"])
     assert "unreachable" in found[("collection_failed", "ghost", None, None)]["detail"]
+    assert {found[k]["severity"] for k in found if k[0] in ("failover_candidate_unsafe", "no_safe_failover_candidate")} \
+        == {"warning"}
+    info = {(r["check_id"], r["server"]): json.loads(r["evidence"]).get("caused_by")
+            for r in read_arrow(warehouse, "findings", run1).to_pylist() if r["severity"] == "info"}
+    assert "errant_transactions on r1" in info[("failover_candidate_unsafe", "r1")]
+    assert "source_purged_required_gtids on r3" in info[("no_safe_failover_candidate", "r1")]
 
     silenced = {r["check_id"] for r in read_arrow(warehouse, "findings", run1).to_pylist() if r["silenced"]}
     assert silenced == {"config_sync_binlog", "config_innodb_flush_log_at_trx_commit"}
@@ -109,19 +119,28 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
     found = open_findings(warehouse, run2)
     # the repair declared the missing GTIDs with SET GLOBAL gtid_purged='+...': the history check
     # (r3 against its own previous snapshot) reports exactly that declaration, as it should
-    assert set(found) == {("collection_failed", "ghost", None, None), ("gtid_purged_jumped", "r3", None, None)}, \
+    # r1 is promotable again, so src has a safe candidate; r2's own multi-source cost stays
+    assert set(found) == {("collection_failed", "ghost", None, None), ("gtid_purged_jumped", "r3", None, None),
+                          ("failover_candidate_unsafe", "r2", "src", "orders"),
+                          ("failover_candidate_unsafe", "r2", "bsrc", "billing"),
+                          ("no_safe_failover_candidate", "bsrc", None, None)}, \
         json.dumps({f"{k}": v["detail"] for k, v in found.items()}, indent=1)
     assert found[("gtid_purged_jumped", "r3", None, None)]["gtid_set"] == one_line(repaired.gtid_sets["declared_purged"])
     resolved = {(r["check_id"], r["server"]) for r in read_arrow(warehouse, "findings", run2).to_pylist()
                 if r["status"] == "resolved"}
-    assert resolved == {("errant_transactions", "r1"), ("source_purged_required_gtids", "r3"),
-                        ("replication_stopped", "r3"), ("failover_candidate_unsafe", "r1"),
-                        ("failover_candidate_unsafe", "r3"), ("no_safe_failover_candidate", "r1")}
+    assert resolved >= {("errant_transactions", "r1"), ("source_purged_required_gtids", "r3"),
+                        ("replication_stopped", "r3"), ("no_safe_failover_candidate", "src")}
+    assert resolved <= {("errant_transactions", "r1"), ("source_purged_required_gtids", "r3"),
+                        ("replication_stopped", "r3"), ("no_safe_failover_candidate", "src"),
+                        ("failover_candidate_unsafe", "r1"), ("failover_candidate_unsafe", "r3"),
+                        ("no_safe_failover_candidate", "r1")}   # the info ones of run 1, resolved too
     feed = {(a["check_id"], a["server"]): a["event"] for a in read_arrow(warehouse, "alerts", run2).to_pylist()}
     assert feed == {("errant_transactions", "r1"): "resolved", ("source_purged_required_gtids", "r3"): "resolved",
                     ("replication_stopped", "r3"): "resolved", ("collection_failed", "ghost"): "still_open",
-                    ("gtid_purged_jumped", "r3"): "new", ("failover_candidate_unsafe", "r1"): "resolved",
-                    ("failover_candidate_unsafe", "r3"): "resolved", ("no_safe_failover_candidate", "r1"): "resolved"}
+                    ("gtid_purged_jumped", "r3"): "new", ("no_safe_failover_candidate", "src"): "resolved",
+                    ("failover_candidate_unsafe", "r2"): "still_open",
+                    ("no_safe_failover_candidate", "bsrc"): "still_open"}
     firing = {a["labels"]["check_id"] for a in client.get_alerts(filters=['alertname=~"gtid_audit_.*"'])
               if a["labels"].get("server") in ("r1", "r2", "r3", "src", "bsrc", "ghost")}
-    assert firing == {"collection_failed", "gtid_purged_jumped"}
+    assert firing == {"collection_failed", "gtid_purged_jumped", "failover_candidate_unsafe",
+                      "no_safe_failover_candidate"}
