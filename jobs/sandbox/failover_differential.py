@@ -108,6 +108,7 @@ from jobs.sandbox.errors import ScenarioError, SandboxError
 from jobs.sandbox.failover_scenarios import build_model
 from jobs.sandbox.fleet import ChannelSpec, Fleet, Topology
 from jobs.sandbox.installer import MySQLDist
+from jobs.sandbox.scenarios import _wait as scenarios_wait
 from jobs.sandbox.scenarios import channel_status
 from jobs.sandbox.server import HOST, SandboxServer
 
@@ -474,14 +475,8 @@ def _executed(server: Any) -> str:
 
 
 def _wait(predicate: Callable[[], Any], what: str, timeout: float = TIMEOUT, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise ScenarioError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+    """scenarios._wait with this module's bounds (a trial's steps take fractions of a second)."""
+    return scenarios_wait(predicate, what, timeout, interval)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from gtid_core.failover import (
 )
 from gtid_core.reconnect import ER_MASTER_HAS_PURGED_REQUIRED_GTIDS
 from schemas import get_table
+from tests.core.test_failover import cand, sib, verdicts
 
 S = "aaaaaaaa-0000-4000-8000-000000000001"
 R1 = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -55,20 +56,6 @@ def replica(name, uuid, server_id, executed, retrieved=None, *, purged="", io="Y
 
 def source(executed, purged="", *, read_at=SOURCE_READ) -> ServerSnapshot:
     return server("s", S, 1, executed, purged, read_only=False, super_read_only=False, read_at=read_at)
-
-
-def verdicts(model) -> dict[str, str]:
-    return {c.candidate: c.verdict.value for c in model.candidates}
-
-
-def cand(model, name):
-    (c,) = [c for c in model.candidates if c.candidate == name]
-    return c
-
-
-def sib(c, name):
-    (s,) = [s for s in c.siblings if s.sibling == name]
-    return s
 
 
 def by_check(findings):
