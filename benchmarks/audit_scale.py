@@ -37,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 
+from procs import children, rss_and_cmdline  # benchmarks/procs.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -182,28 +184,6 @@ def audit(warehouse: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # measuring
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            kids = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for child in kids:
-            out.append(int(child))
-            out.extend(_children(int(child)))
-    return out
-
-
-def _rss(pid: int) -> tuple[int, str]:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return 0, ""
-    kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    return kb * 1024, cmd
-
 
 def measured(command: list[str]) -> dict[str, float]:
     """Run ``command``; its wall time and peak RSS: driver (the process), jvm, the largest single
@@ -215,9 +195,9 @@ def measured(command: list[str]) -> dict[str, float]:
 
     def sample() -> None:
         while not done.is_set():
-            now = {"driver": _rss(proc.pid)[0], "jvm": 0, "worker": 0, "workers": 0}
-            for child in _children(proc.pid):
-                rss, cmd = _rss(child)
+            now = {"driver": rss_and_cmdline(proc.pid)[0], "jvm": 0, "worker": 0, "workers": 0}
+            for child in children(proc.pid):
+                rss, cmd = rss_and_cmdline(child)
                 if "java" in cmd.split(" ")[0]:
                     now["jvm"] += rss
                 elif cmd:

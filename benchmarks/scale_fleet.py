@@ -33,36 +33,13 @@ import threading
 import time
 from pathlib import Path
 
+from procs import children, rss_and_cmdline  # benchmarks/procs.py, beside this script
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.sandbox.sim import Simulator, generate  # noqa: E402
 from jobs.sandbox.sim.score import read_findings, score  # noqa: E402
 from jobs.sandbox.sim.server import Latency  # noqa: E402
-
-
-def _children(pid: int) -> list[int]:
-    """Every descendant: the children of each thread (the JVM starts Spark's Python workers from
-    threads other than its main one)."""
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            kids = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for child in kids:
-            out.append(int(child))
-            out.extend(_children(int(child)))
-    return out
-
-
-def _rss_and_name(pid: int) -> tuple[int, str]:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return 0, ""
-    rss = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    return rss * 1024, cmd
 
 
 class PeakRss:
@@ -82,9 +59,9 @@ class PeakRss:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            now = {"driver": _rss_and_name(self.pid)[0], "jvm": 0, "workers": 0}
-            for child in _children(self.pid):
-                rss, cmd = _rss_and_name(child)
+            now = {"driver": rss_and_cmdline(self.pid)[0], "jvm": 0, "workers": 0}
+            for child in children(self.pid):
+                rss, cmd = rss_and_cmdline(child)
                 now["jvm" if "java" in cmd.split(" ")[0] else "workers"] += rss
             phase = self.by_phase.setdefault(self.phase, {"driver": 0, "jvm": 0, "workers": 0})
             for k, v in now.items():
