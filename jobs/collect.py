@@ -1,12 +1,15 @@
 """The collection stage: every server of the inventory into the Delta snapshot tables.
 
-Flow (docs/collection.md): the validated inventory -> optional topology discovery -> a light
-probe of every server (server_uuid, hostname, each channel's source) -> :func:`plan_read_order`
-groups servers by replication component and orders each group deepest replica first -> one Spark
-stage reads the groups (a task per bundle of groups, one flat pool of threads inside each task,
-each server under its own deadline, each channel's source resolved once) -> the rows stay on the
-executors, persisted once, and become one DataFrame per table -> one atomic Delta commit per
-table replaces the run's rows (``runs`` last, so a run listed there is complete).
+Flow (docs/collection.md): the validated inventory -> optional topology discovery -> what
+planning needs of every server (server_uuid, names, each channel's source): from the previous
+run's tables on later nights (:mod:`jobs.previous_run`), from a light probe of the servers they
+do not cover -> :func:`plan_read_order` groups servers by replication component and orders each
+group deepest replica first -> one Spark stage reads the groups (a task per bundle of groups, one
+flat pool of threads inside each task, each server under its own deadline, each channel's source
+resolved once, unchanged binary-log headers not read again) -> the components whose topology
+turned out different from the plan are read again, in the order tonight's reads give -> the rows
+stay on the executors, persisted once, and become one DataFrame per table -> one atomic Delta
+commit per table replaces the run's rows (``runs`` last, so a run listed there is complete).
 
 The driver holds the inventory, the plan and per-run counters; the rows never reach it. Also
 ``gtid-audit config check FILE``: validate a configuration and print the resolved inventory
@@ -25,10 +28,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from jobs import collector
-from jobs.collector import Probe, RunContext, ServerSpec, plan_read_order
+from jobs import collector, previous_run, read_plan
+from jobs.collector import RunContext
 from jobs.config import ConfigError, GtidAuditConfig, exposed_secret_files, load_config
 from jobs.delta_io import WRITER, write_run_frame, write_run_rows
+from jobs.read_plan import Probe, plan_read_order
+from jobs.server_spec import ServerSpec
 from schemas.collection import BINARY_LOGS, CHANNELS, COLLECTION_ERRORS, RELAY_LOG_TAIL, RUNS, SERVERS
 
 __all__ = ["CollectSummary", "new_run_id", "run_collect", "probe_inventory", "discover",
@@ -49,13 +54,15 @@ def _names(names: Sequence[str], limit: int = NAMED_SERVERS) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def plain_text_warning(probes: dict[str, Probe]) -> str | None:
-    """The run's one warning about servers read over plain text (the probe connects with the
-    read's settings, so its transport is the read's), or None when every connection was TLS."""
-    plain = sorted(name for name, probe in probes.items() if probe.ok and probe.encrypted is False)
-    if not plain:
+def plain_text_warning(plain: Sequence[str], count: int | None = None) -> str | None:
+    """The run's one warning about servers read over plain text (``plain``: their names, or the
+    first of them when ``count`` says how many there are), or None when every connection was TLS."""
+    count = len(plain) if count is None else count
+    if not count:
         return None
-    return (f"{len(plain)} server(s) audited over plain text, without TLS: {_names(plain)} "
+    names = sorted(plain)[:NAMED_SERVERS]
+    more = f" and {count - len(names)} more" if count > len(names) else ""
+    return (f"{count} server(s) audited over plain text, without TLS: {', '.join(names)}{more} "
             "(set tls.enabled with ca_file and verify_cert for them; docs/deployment.md, Security)")
 
 
@@ -87,6 +94,7 @@ class CollectSummary:
     servers_partial: int = 0
     servers_failed: int = 0
     errors: int = 0
+    headers_reused: int = 0
     seconds: float = 0.0
 
     def line(self) -> str:
@@ -94,7 +102,8 @@ class CollectSummary:
         return (f"collect run_id={self.run_id} servers={n} ok={self.servers_ok} "
                 f"partial={self.servers_partial} failed={self.servers_failed} errors={self.errors} "
                 f"channels={self.rows.get('channels', 0)} binary_logs={self.rows.get('binary_logs', 0)} "
-                f"relay_events={self.rows.get('relay_log_tail', 0)} writer={WRITER} "
+                f"relay_events={self.rows.get('relay_log_tail', 0)} headers_reused={self.headers_reused} "
+                f"writer={WRITER} "
                 f"warehouse={self.warehouse} seconds={self.seconds:.1f}")
 
 
@@ -163,12 +172,92 @@ def _bundles(groups: list, n: int) -> list[list]:
     return bundles
 
 
+def _connector_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mysql-connector-python")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _phase(name: str, servers: int, t0: float) -> None:
+    """One line per collection phase as it ends (the benchmarks mark phases by it)."""
+    log.info("collect phase=%s servers=%d seconds=%.1f", name, servers, time.monotonic() - t0)
+
+
+def _server_of(item: tuple[str, Any]) -> str:
+    """The server a pair of the read stage belongs to (tables' rows are schema tuples)."""
+    from schemas import get_table
+
+    table, row = item
+    if table == collector.REPLAN:
+        return row.name
+    if table == collector.PLAIN_TEXT:
+        return row
+    name = "binary_logs" if table == collector.REUSED_HEADER else table
+    return row[get_table(name).column_names.index("server")]
+
+
+@dataclass
+class _ReadStage:
+    """The servers to read in one Spark stage, planned."""
+
+    groups: list            # jobs.collector.Group values
+    inventory: list         # jobs.pairs.InventoryServer values for the resolver
+    servers: int
+
+
+def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadStage, summaries, broadcasts: list):
+    """Run the reads of ``stage`` as one Spark stage and return the pairs RDD, persisted and
+    materialised (every server read once, here); the broadcasts it made are added to
+    ``broadcasts`` (the RDD's later jobs still need them). ``summaries`` (a DataFrame from
+    :func:`jobs.previous_run.binlog_summaries`, or None) reaches each task with the previous
+    run's binary logs of its own servers, through a cogroup on the task's index."""
+    from pyspark import StorageLevel
+
+    sc = spark.sparkContext
+    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(stage.groups))
+    bundles = _bundles(stage.groups, n)
+    inventory = sc.broadcast(stage.inventory)
+    broadcasts.append(inventory)
+    task = functools.partial(collector.read_partition, ctx=ctx, inventory=inventory)
+    if summaries is None:
+        items = sc.parallelize(bundles, n)
+    else:
+        task_of = sc.broadcast({spec.name: i for i, bundle in enumerate(bundles)
+                                for group in bundle for wave in group for spec, *_ in wave})
+        broadcasts.append(task_of)
+        previous = (summaries.rdd
+                    .map(lambda r: (task_of.value.get(r["server"]), collector.PreviousBinlogs(
+                        r["server"], r["server_uuid"], r["gtid_executed"], r["files"])))
+                    .filter(lambda kv: kv[0] is not None))
+        items = sc.parallelize(list(enumerate(bundles)), n).cogroup(previous, n)
+    rows = items.mapPartitions(task).persist(StorageLevel.MEMORY_AND_DISK)
+    rows.count()   # the reads run here, once
+    return rows
+
+
+def _groups(plan, by_name: dict[str, ServerSpec], planned: dict[str, Probe], only=None) -> list:
+    """The plan's groups as tasks receive them (``only``: the groups to keep)."""
+    return [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n), planned.get(n)) for n in wave]
+             for wave in group] for group in plan.groups if only is None or only(group)]
+
+
 def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                 started: dt.datetime | None = None) -> CollectSummary:
     """Collect the whole inventory into the warehouse and return the counters. Rerunning a
-    ``run_id`` replaces that run's rows in every table."""
-    from pyspark import StorageLevel
+    ``run_id`` replaces that run's rows in every table.
 
+    The read order comes from a probe of every server on a first night. On later nights
+    (``collection.use_previous_run``) it comes from the previous run's tables, and no server is
+    probed: one the previous run does not cover (new, moved, unreadable then) is planned as
+    unknown (alone, read first). After the read, every server whose read shows another
+    topology than its plan (an unknown one included) is placed by what it showed, and the
+    replication groups it then belongs to, when it has a source or a replica, are read again in
+    the order tonight's reads give (:mod:`jobs.previous_run`). Each server's rows come from one
+    read: a re-read replaces them.
+    """
     from jobs.delta_io import run_date_of, validate_run_id
 
     started = started or dt.datetime.now(dt.timezone.utc)
@@ -182,45 +271,107 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
 
     specs = list(config.inventory())
     configured = len(specs)
+    log.info("collect: MySQL protocol %s (mysql-connector-python %s)", collector.protocol_implementation(),
+             _connector_version())
     for warning in exposed_secret_files(specs):
         log.warning("%s", warning)
     probes: dict[str, Probe] = {}
+    t_phase = time.monotonic()
     if config.discovery.enabled:
         specs, probes = discover(spark, config, specs)
-    missing = [s for s in specs if s.name not in probes]
-    probes.update(probe_inventory(spark, missing, config))
-    plain = plain_text_warning(probes)
-    if plain:
-        log.warning("%s", plain)
-    plan = plan_read_order(specs, probes)
+    prev = (previous_run.previous_run(spark, warehouse, run_id)
+            if config.collection.use_previous_run else None)
+    planned = previous_run.planning_probes(spark, warehouse, prev, specs) if prev else {}
+    missing = [s for s in specs if s.name not in probes and s.name not in planned]
+    if prev:   # unknown to the previous run: planned alone; its read tells where it belongs
+        planned.update((s.name, Probe(s.name, None)) for s in missing)
+    elif missing:
+        probes.update(probe_inventory(spark, missing, config))
+        _phase("probe", len(missing), t_phase)
+    planned = {n: p for n, p in planned.items() if n not in probes}
+    plan_input = {**planned, **probes}
     by_name = {s.name: s for s in specs}
-    groups = [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n)) for n in wave] for wave in group]
-              for group in plan.groups]
-    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(groups))
-    sc = spark.sparkContext
-    inventory = sc.broadcast(collector.inventory_for_resolution(specs, probes))
-    task = functools.partial(collector.read_partition, ctx=ctx, inventory=inventory)
-    rows = sc.parallelize(_bundles(groups, n), n).mapPartitions(task)
-    # Each server is read exactly once: the rows are persisted on the executors, counted (which
-    # runs the reads), then split into one DataFrame per table.
-    rows.persist(StorageLevel.MEMORY_AND_DISK)
-    summary = CollectSummary(run_id=run_id, run_date=ctx.run_date, warehouse=warehouse)
+    summaries = previous_run.binlog_summaries(spark, warehouse, prev) if prev else None
+
+    t_phase = time.monotonic()
+    plan = plan_read_order(specs, plan_input)
+    broadcasts: list = []
+    rows = _read_stage(spark, config, ctx, _ReadStage(
+        _groups(plan, by_name, planned), read_plan.inventory_for_resolution(specs, plan_input), len(specs)),
+        summaries, broadcasts)
+    _phase("read", len(specs), t_phase)
+    stages = [rows]
     try:
-        counts = dict(rows.map(lambda tr: tr[0]).countByValue())
-        frames = {t.name: spark.createDataFrame(rows.filter(lambda tr, name=t.name: tr[0] == name)
-                                                .map(lambda tr: tr[1]), schema=t.to_spark())
-                  for t in READ_TABLES}
-        for t in READ_TABLES:
-            write_run_frame(spark, t, frames[t.name], warehouse=warehouse, run_id=run_id, run_date=ctx.run_date)
-            summary.rows[t.name] = int(counts.get(t.name, 0))
-        by_status = {r["status"]: r["count"] for r in frames["servers"].groupBy("status").count().collect()}
-        for err in (frames["collection_errors"].orderBy("server", "seq").limit(LOGGED_ERRORS)
-                    .select("server", "error_class", "channel_name", "message").collect()):
-            log.warning("%s: %s%s: %s", err["server"], err["error_class"],
-                        f" (channel {err['channel_name']!r})" if err["channel_name"] else "", err["message"])
+        # Servers whose read shows another topology than last night's: their components (as
+        # tonight's reads draw them) are read again, in the order those reads give.
+        seen = rows.filter(lambda tr: tr[0] == collector.REPLAN).map(lambda tr: tr[1]).collect()
+        if seen:
+            t_phase = time.monotonic()
+            fresh = {**plan_input, **{p.name: p for p in seen}}
+            changed = {p.name for p in seen}
+            replan = plan_read_order(specs, fresh)
+            # a group of one has no pair: its read needs no order (a new standalone server)
+            again = _groups(replan, by_name, {}, only=lambda g: sum(map(len, g)) > 1
+                            and any(n in changed for w in g for n in w))
+            names = {spec.name for group in again for wave in group for spec, *_ in wave}
+            log.info("collect: %d server(s) not as planned from run %s (%s); %d server(s) of their "
+                     "replication groups read again", len(changed), prev.run_id if prev else "-",
+                     _names(sorted(changed)), len(names))
+            if again:
+                reread = _read_stage(spark, config, ctx, _ReadStage(
+                    again, read_plan.inventory_for_resolution(specs, fresh), len(names)), summaries, broadcasts)
+                stages.append(reread)
+                _phase("reread", len(names), t_phase)
+                drop = spark.sparkContext.broadcast(names)
+                broadcasts.append(drop)
+                rows = rows.filter(lambda tr: _server_of(tr) not in drop.value).union(reread)
+        summary = _write_tables(spark, rows, ctx, warehouse, prev)
     finally:
-        rows.unpersist()
-        inventory.destroy()
+        for stage in stages:
+            stage.unpersist()
+        for b in broadcasts:
+            b.destroy()
+    summary.rows["runs"] = write_run_rows(spark, RUNS, [{
+        "run_id": run_id, "run_date": ctx.run_date, "started_at": started,
+        "finished_at": dt.datetime.now(dt.timezone.utc), "config_file": config.source_path,
+        "warehouse": warehouse, "writer": WRITER, "spark_master": spark.sparkContext.master,
+        "servers_configured": configured, "servers_discovered": len(specs) - configured,
+        "servers_ok": summary.servers_ok, "servers_partial": summary.servers_partial,
+        "servers_failed": summary.servers_failed, "error_count": summary.errors,
+        "collector_version": package_version(),
+    }], warehouse=warehouse, run_id=run_id)
+    summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _write_tables(spark, rows, ctx: RunContext, warehouse: str, prev) -> CollectSummary:
+    """One DataFrame per table from the read pairs, each written in one Delta commit; the
+    run's warnings (plain-text servers, the first collection errors) logged."""
+    run_id = ctx.run_id
+    summary = CollectSummary(run_id=run_id, run_date=ctx.run_date, warehouse=warehouse)
+    counts = dict(rows.map(lambda tr: tr[0]).countByValue())
+    frames = {t.name: spark.createDataFrame(rows.filter(lambda tr, name=t.name: tr[0] == name)
+                                            .map(lambda tr: tr[1]), schema=t.to_spark())
+              for t in READ_TABLES}
+    reused = int(counts.get(collector.REUSED_HEADER, 0))
+    if reused:
+        kept = spark.createDataFrame(rows.filter(lambda tr: tr[0] == collector.REUSED_HEADER)
+                                     .map(lambda tr: tr[1]), schema=BINARY_LOGS.to_spark())
+        frames["binary_logs"] = frames["binary_logs"].unionByName(
+            previous_run.restore_reused_headers(spark, warehouse, prev, kept))
+    for t in READ_TABLES:
+        write_run_frame(spark, t, frames[t.name], warehouse=warehouse, run_id=run_id, run_date=ctx.run_date)
+        summary.rows[t.name] = int(counts.get(t.name, 0)) + (reused if t.name == "binary_logs" else 0)
+    summary.headers_reused = reused
+    plain_count = int(counts.get(collector.PLAIN_TEXT, 0))
+    if plain_count:
+        plain = rows.filter(lambda tr: tr[0] == collector.PLAIN_TEXT).map(lambda tr: tr[1]).takeOrdered(NAMED_SERVERS)
+        log.warning("%s", plain_text_warning(plain, plain_count))
+    by_status = {r["status"]: r["count"] for r in frames["servers"].groupBy("status").count().collect()}
+    for err in (frames["collection_errors"].orderBy("server", "seq").limit(LOGGED_ERRORS)
+                .select("server", "error_class", "channel_name", "message").collect()):
+        log.warning("%s: %s%s: %s", err["server"], err["error_class"],
+                    f" (channel {err['channel_name']!r})" if err["channel_name"] else "", err["message"])
     summary.servers_ok = int(by_status.get("ok", 0))
     summary.servers_partial = int(by_status.get("partial", 0))
     summary.servers_failed = int(by_status.get("failed", 0))
@@ -228,16 +379,6 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     if summary.errors > LOGGED_ERRORS:
         log.warning("... and %d more collection error(s) in the collection_errors table",
                     summary.errors - LOGGED_ERRORS)
-    summary.rows["runs"] = write_run_rows(spark, RUNS, [{
-        "run_id": run_id, "run_date": ctx.run_date, "started_at": started,
-        "finished_at": dt.datetime.now(dt.timezone.utc), "config_file": config.source_path,
-        "warehouse": warehouse, "writer": WRITER, "spark_master": sc.master,
-        "servers_configured": configured, "servers_discovered": len(specs) - configured,
-        "servers_ok": summary.servers_ok, "servers_partial": summary.servers_partial,
-        "servers_failed": summary.servers_failed, "error_count": summary.errors,
-        "collector_version": package_version(),
-    }], warehouse=warehouse, run_id=run_id)
-    summary.seconds = time.monotonic() - t0
     return summary
 
 

@@ -4,10 +4,10 @@ rows of the collection tables.
 This module is what Spark tasks run, so it imports only the standard library, ``gtid_core``,
 ``jobs.pairs`` (the source resolver, standard library only) and mysql-connector-python: no
 pydantic, YAML, retry or console library is needed on an executor. The driver validates the
-configuration (``jobs.config``) and hands tasks the plain, picklable values defined here:
-:class:`ServerSpec` (with secret *references*, never secrets), :class:`ReadSettings` and
-:class:`RunContext`. Executors resolve the references themselves (:func:`resolve_password`), so
-no password travels in a task closure, an event log or a table.
+configuration (``jobs.config``) and hands tasks plain, picklable values: :class:`ServerSpec` (with
+secret *references*, never secrets) and :class:`ReadSettings` from ``jobs.server_spec``, and
+:class:`RunContext`. Executors resolve the references themselves (``resolve_password``), so no
+password travels in a task closure, an event log or a table.
 
 One :class:`ServerReader` reads one server: identity and ``@@GLOBAL`` variables in one SELECT,
 binary log status, every replica channel (``SHOW REPLICA STATUS`` / ``SHOW SLAVE STATUS``),
@@ -28,9 +28,10 @@ a server that offers no TLS is refused right after its greeting, before any cred
 A per-server deadline (connect timeout + read timeout + a wall-clock budget checked before every
 statement) keeps a slow server from holding the run.
 
-:func:`plan_read_order` decides the order servers are read in (a replica before its source,
-deepest first; docs/collection.md says why) and :func:`read_groups` reads a partition's groups on
-one flat pool of threads that respects that order only inside each replication group.
+The driver decides the order servers are read in (``jobs.read_plan``: a replica before its
+source, deepest first; docs/collection.md says why); :func:`read_groups` reads a partition's groups
+on one flat pool of threads that respects that order only inside each replication group.
+:func:`probe_server` is the light read that planning needs on a night without a previous run.
 """
 from __future__ import annotations
 
@@ -45,24 +46,19 @@ import ssl
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from gtid_core.error_text import redacted_error
 from gtid_core.errors import VersionParseError
 from gtid_core.versions import MySQLVersion
 from jobs.pairs import InventoryServer, SourceResolver
+from jobs.read_plan import Probe
+from jobs.server_spec import ReadSettings, Secret, SecretError, ServerSpec, resolve_password
 
 __all__ = [
-    "Secret",
-    "SecretError",
-    "TlsOptions",
     "TlsUnavailableError",
     "TlsConfigError",
-    "ServerSpec",
-    "ReadSettings",
-    "resolve_password",
     "ErrorClass",
     "Dialect",
     "dialect_for",
@@ -70,53 +66,21 @@ __all__ = [
     "ServerResult",
     "ServerReader",
     "read_server",
-    "Probe",
     "probe_server",
-    "plan_read_order",
-    "ReadPlan",
     "read_groups",
     "read_partition",
+    "PreviousBinlogs",
+    "REUSED_HEADER",
+    "REPLAN",
+    "PLAIN_TEXT",
     "probe_partition",
-    "inventory_for_resolution",
     "normalise_replica_status",
     "classify_error",
+    "protocol_implementation",
 ]
 
 
-# --- what the driver hands the executors (plain, picklable values) ------------------------------
-
-class Secret:
-    """A resolved password. ``str``/``repr`` print ``'***'``; ``reveal()`` gives the value to
-    the connection code and nothing else. It exists only on the executor that resolved it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-    def __reduce__(self):
-        raise TypeError("a Secret is never pickled: ship the ServerSpec (its reference) instead")
-
-
-class SecretError(ValueError):
-    """Raised when a secret reference does not resolve where it is resolved (an environment
-    variable that is not set, a password file or option file that cannot be read). The message
-    names the reference and the server, never a secret."""
-
+# --- connection errors raised here --------------------------------------------------------------
 
 class TlsUnavailableError(RuntimeError):
     """Raised by :func:`connect` when ``tls.enabled`` is set and the server offers no TLS in
@@ -128,112 +92,6 @@ class TlsConfigError(ValueError):
     """Raised by :func:`connect` when a ``tls.ca_file``, ``cert_file`` or ``key_file`` cannot be
     read where the connection is made (the message names the key and the path). Class
     ``config_error``."""
-
-
-@dataclass(frozen=True)
-class TlsOptions:
-    """TLS towards one server (mysql-connector ``ssl_*`` options); paths already resolved.
-    ``enabled`` means TLS or no connection (:func:`connect`); ``None`` in a :class:`ServerSpec`
-    (no ``tls`` section) leaves mysql-connector's default: TLS without verification when the
-    server offers it, plain text when it does not."""
-
-    enabled: bool = True
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    verify_cert: bool = True
-    verify_identity: bool = False
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """One server with its defaults applied and paths resolved: what a task reads. It carries
-    the secret *reference* (``password_env``, ``password_file`` or ``option_file``), resolved by
-    :func:`resolve_password` on the executor."""
-
-    name: str
-    host: str
-    port: int
-    user: str
-    connect_timeout_s: float
-    read_timeout_s: float
-    cluster: str | None = None
-    aliases: tuple[tuple[str, int], ...] = ()
-    password_env: str | None = None
-    password_file: str | None = None
-    option_file: str | None = None
-    tls: TlsOptions | None = None
-    discovered: bool = False
-
-    def addresses(self) -> tuple[tuple[str, int], ...]:
-        """Every (host, port) by which replicas may name this server."""
-        return ((self.host.lower(), self.port),) + tuple(self.aliases)
-
-    def secret_reference(self) -> str:
-        """The reference kind and name, for messages (never the secret)."""
-        return ("password_env=" + self.password_env if self.password_env else
-                "password_file=" + self.password_file if self.password_file else
-                "option_file=" + self.option_file if self.option_file else "no password")
-
-    def transport(self) -> str:
-        """How the connection is protected: ``tls+identity``, ``tls+ca`` (certificate verified),
-        ``tls-unverified``, ``plain`` (``tls.enabled: false``) or ``tls-if-offered`` (no ``tls``
-        section: mysql-connector's default, plain text when the server offers no TLS)."""
-        tls = self.tls
-        if tls is None:
-            return "tls-if-offered"
-        if not tls.enabled:
-            return "plain"
-        return "tls+identity" if tls.verify_identity else "tls+ca" if tls.verify_cert else "tls-unverified"
-
-    def describe(self) -> str:
-        """One line for ``config check``: no secret, only the reference kind."""
-        alias = (" aliases=" + ",".join(f"{h}:{p}" for h, p in self.aliases)) if self.aliases else ""
-        return (f"{self.name:<20} {self.host}:{self.port:<6} cluster={self.cluster or '-'} "
-                f"user={self.user} {self.secret_reference()} transport={self.transport()}{alias}")
-
-    def discovered_as(self, name: str, host: str, port: int) -> "ServerSpec":
-        """A server found by discovery, with this server's connection settings."""
-        return replace(self, name=name, host=host, port=port, aliases=(), discovered=True)
-
-
-@dataclass(frozen=True)
-class ReadSettings:
-    """The collection settings a task needs (``jobs.config.CollectionSettings`` validated them)."""
-
-    server_deadline_s: float = 60.0
-    retry_attempts: int = 3
-    retry_wait_initial_s: float = 0.5
-    retry_wait_max_s: float = 5.0
-    binlog_header_events: int = 3
-    max_binary_logs: int = 500
-    relay_tail_max_events: int = 2000
-    relay_tail_page_events: int = 500
-    relay_probe_files: int = 4
-    relay_tail_max_scan_events: int = 4_000_000
-    per_task_concurrency: int = 8
-
-
-def resolve_password(spec: ServerSpec) -> Secret | None:
-    """The password of ``spec`` from its reference, resolved where this runs (an executor in a
-    job); None when it uses an option file or no password. Raises :class:`SecretError` naming
-    the reference (never the value) when it does not resolve."""
-    if spec.password_env:
-        value = os.environ.get(spec.password_env)
-        if value is None:
-            raise SecretError(f"server {spec.name!r}: environment variable {spec.password_env!r} "
-                              f"is not set on {socket.gethostname()}")
-        return Secret(value)
-    if spec.password_file:
-        try:
-            return Secret(Path(spec.password_file).read_text(encoding="utf-8").rstrip("\r\n"))
-        except OSError as exc:
-            raise SecretError(f"server {spec.name!r}: cannot read password_file "
-                              f"{spec.password_file!r} on {socket.gethostname()}: {exc.strerror}") from None
-    if spec.option_file and not Path(spec.option_file).is_file():
-        raise SecretError(f"server {spec.name!r}: option_file {spec.option_file!r} does not exist "
-                          f"on {socket.gethostname()}")
-    return None
 
 
 class ErrorClass:
@@ -480,6 +338,51 @@ class RunContext:
     settings: ReadSettings
 
 
+#: ``(table, row)`` pairs a read yields beside the tables' rows, for the driver only:
+#: a binary log whose header was not read again (its ``Previous_gtids`` comes from the previous
+#: run's row), a server whose topology is not the one planned (its :class:`Probe` as read now),
+#: and a server read over plain text (its name).
+REUSED_HEADER, REPLAN, PLAIN_TEXT = "_binlog_header_reused", "_replan", "_plain_text"
+
+
+@dataclass(frozen=True)
+class PreviousBinlogs:
+    """What the previous run read of one server's binary logs: its server_uuid and
+    gtid_executed then, and ``files``, ``name:size`` of each file whose header it read,
+    comma-separated (``jobs.previous_run.binlog_summaries``)."""
+
+    server: str
+    server_uuid: str
+    gtid_executed: str | None
+    files: str
+
+    def reusable(self, server_uuid: str | None, gtid_executed: str | None) -> dict[str, int]:
+        """``{log_name: file_size}`` of the files whose header need not be read again, or ``{}``.
+
+        A file's ``Previous_gtids`` is written when the file is created and never rewritten
+        (``MYSQL_BIN_LOG::open_binlog``, sql/binlog.cc). A file of the same name and size is the
+        same file unless the binary logs were reset since (``RESET BINARY LOGS AND GTIDS`` /
+        ``RESET MASTER`` restart the numbering and empty gtid_executed) or the server is another
+        one: so nothing is reused unless the server_uuid is the same and last night's
+        gtid_executed is contained in tonight's. What this cannot see: a reset followed by the
+        re-execution of every earlier GTID and files grown to the very same sizes."""
+        from gtid_core import GtidSet
+
+        if not server_uuid or server_uuid.lower() != self.server_uuid.lower():
+            return {}
+        try:
+            if not GtidSet.parse(self.gtid_executed or "") <= GtidSet.parse(gtid_executed or ""):
+                return {}
+        except ValueError:
+            return {}
+        out = {}
+        for item in self.files.split(",") if self.files else ():
+            name, _, size = item.rpartition(":")
+            if name and size.isdigit():
+                out[name] = int(size)
+        return out
+
+
 @dataclass
 class ServerResult:
     """Everything read from one server: rows per table (dicts in the ``schemas`` layout)."""
@@ -487,16 +390,31 @@ class ServerResult:
     server: dict[str, Any]
     channels: list[dict[str, Any]] = field(default_factory=list)
     binary_logs: list[dict[str, Any]] = field(default_factory=list)
+    reused_headers: list[dict[str, Any]] = field(default_factory=list)   # binary_logs rows, header not read
     relay_log_tail: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    encrypted: bool | None = None     # the connection was TLS (None: no connection)
 
     def rows(self) -> Iterable[tuple[str, dict[str, Any]]]:
         yield "servers", self.server
         for name in ("channels", "binary_logs", "relay_log_tail"):
             for row in getattr(self, name):
                 yield name, row
+        for row in self.reused_headers:
+            yield REUSED_HEADER, row
         for row in self.errors:
             yield "collection_errors", row
+
+    def as_probe(self) -> Probe | None:
+        """What a probe of the server would have answered, from this read; None when the read
+        did not get the server_uuid or the channel list."""
+        server = self.server
+        if not server.get("server_uuid") or server.get("channel_count") is None:
+            return None
+        return Probe(server["server"], server["server_uuid"].lower(),
+                     tuple((c["source_host"], c["source_port"], c["source_uuid"]) for c in self.channels),
+                     hostname=server.get("hostname") or None, reported_port=server.get("reported_port"),
+                     encrypted=self.encrypted)
 
 
 def _now() -> dt.datetime:
@@ -512,15 +430,94 @@ def _seconds(value: float) -> int:
     return max(1, math.ceil(value))
 
 
+_TLS_CONTEXTS: dict[tuple, ssl.SSLContext] = {}  # one per TLS setting, per process (issue #21)
+_TLS_CONTEXTS_LOCK = threading.Lock()
+_TLS_CONTEXTS_MAX = 32  # distinct settings (and file versions) kept; the oldest is dropped past it
+
+
+def _tls_file_key(path: str | None) -> tuple | None:
+    """A TLS file as part of a context's key: its path and the version on disk now, so a CA,
+    certificate or key replaced while the process runs gets a new context, as without the cache."""
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path, None)  # the build fails and raises as before; nothing is cached
+    return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_tls_context_socket_class():
+    """mysql-connector's TCP socket, building one ``ssl.SSLContext`` per process per distinct TLS
+    setting and handing the same one to every later connection with that setting (issue #21:
+    building it, system CA store included, was ~46 of the ~48 ms of client CPU a TLS read costs).
+
+    ``build_ssl_context`` is the connector's own hook (``MySQLAuthenticator.setup_ssl`` calls it
+    on the connection's socket, then ``switch_to_ssl`` wraps the socket with the context); the
+    context is built by the connector's code with every argument it was given, so verification
+    is unchanged: ``verify_mode``, ``check_hostname``, CA file, client certificate and key,
+    TLS versions and ciphers are all in the key. The host name is not: it is passed to
+    ``wrap_socket`` per connection, which is where ``check_hostname`` checks it. An
+    ``SSLContext`` may be shared by threads for ``wrap_socket``; building is under a lock.
+    A build that fails raises, each time, and caches nothing."""
+    from mysql.connector.errors import InterfaceError
+    from mysql.connector.network import MySQLTCPSocket
+
+    class SharedTlsContextTCPSocket(MySQLTCPSocket):
+        def build_ssl_context(self, ssl_ca=None, ssl_cert=None, ssl_key=None, ssl_verify_cert=False,
+                              ssl_verify_identity=False, tls_versions=None, tls_cipher_suites=None):
+            if not self.sock:
+                raise InterfaceError(errno=2048)  # as the connector's own build
+            key = (_tls_file_key(ssl_ca), _tls_file_key(ssl_cert), _tls_file_key(ssl_key),
+                   bool(ssl_verify_cert), bool(ssl_verify_identity),
+                   tuple(sorted(tls_versions or ())), tuple(tls_cipher_suites or ()))
+            with _TLS_CONTEXTS_LOCK:
+                context = _TLS_CONTEXTS.get(key)
+                if context is None:
+                    context = super().build_ssl_context(
+                        ssl_ca, ssl_cert, ssl_key, ssl_verify_cert, ssl_verify_identity,
+                        list(tls_versions) if tls_versions else None,
+                        list(tls_cipher_suites) if tls_cipher_suites else None)
+                    while len(_TLS_CONTEXTS) >= _TLS_CONTEXTS_MAX:
+                        del _TLS_CONTEXTS[next(iter(_TLS_CONTEXTS))]
+                    _TLS_CONTEXTS[key] = context
+            return context
+
+    return SharedTlsContextTCPSocket
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_tls_context_connection_class():
+    """mysql-connector's pure-Python connection whose TCP socket reuses TLS contexts
+    (:func:`_shared_tls_context_socket_class`); every :func:`connect` uses it, also without a
+    ``tls`` section (the connector's default: TLS without verification when the server offers it).
+    ``_get_connection`` is where the connector makes the socket; a Unix socket (no TLS) is kept."""
+    from mysql.connector.connection import MySQLConnection
+    from mysql.connector.network import MySQLTCPSocket
+
+    class SharedTlsContextConnection(MySQLConnection):
+        def _get_connection(self):
+            sock = super()._get_connection()
+            if type(sock) is not MySQLTCPSocket:
+                return sock
+            shared = _shared_tls_context_socket_class()(
+                host=sock.server_host, port=sock.server_port, force_ipv6=sock.force_ipv6)
+            shared.set_connection_timeout(self._connection_timeout)
+            return shared
+
+    return SharedTlsContextConnection
+
+
 @functools.lru_cache(maxsize=1)
 def _tls_only_connection_class():
     """mysql-connector's pure-Python connection, refusing a server greeting that offers no TLS
     before answering it (the driver itself goes on in plain text when ``verify_cert`` is off).
-    ``_do_handshake`` reads the greeting and ``_do_auth`` answers it (mysql-connector 9.x)."""
-    from mysql.connector.connection import MySQLConnection
+    ``_do_handshake`` reads the greeting and ``_do_auth`` answers it (mysql-connector 9.x).
+    TLS contexts are shared as in :func:`_shared_tls_context_connection_class`."""
     from mysql.connector.constants import ClientFlag
 
-    class TlsOnlyConnection(MySQLConnection):
+    class TlsOnlyConnection(_shared_tls_context_connection_class()):
         def _do_handshake(self) -> None:
             super()._do_handshake()  # raises 2026 itself when verify_cert is on
             if self._ssl_disabled or not self._handshake["capabilities"] & ClientFlag.SSL:
@@ -531,15 +528,35 @@ def _tls_only_connection_class():
     return TlsOnlyConnection
 
 
+PURE_PYTHON = "pure-python"
+
+
+def protocol_implementation() -> str:
+    """How this Python's reads speak the MySQL protocol: always ``"pure-python"``, whether or
+    not mysql-connector's C extension loads here (the collect stage logs it).
+
+    :func:`connect` asks for the pure-Python protocol for every server. The C extension
+    (``CMySQLConnection``, libmysqlclient; measured with 9.5-9.7, docs/collection.md, "Protocol
+    implementation") takes 30-65 % less client CPU per read but cannot keep what the
+    collector promises: with ``ssl_ca`` and ``verify_cert`` it reads a server that offers no TLS
+    in plain text, password included, and it has no hook between the greeting and the
+    credentials where :func:`_tls_only_connection_class` refuses; a read timeout is error 2013,
+    class ``unreachable`` (retried while connecting), not ``timeout``; ``read_timeout`` cannot
+    change after connecting, so the server's deadline no longer bounds a statement;
+    ``is_secure`` is always False."""
+    return PURE_PYTHON
+
+
 def connect(spec: ServerSpec, password: Secret | None, timeout_s: float | None = None):
-    """A mysql-connector connection to ``spec`` (pure-Python protocol, autocommit, timeouts).
+    """A mysql-connector connection to ``spec`` (pure-Python protocol, never the C extension:
+    :func:`protocol_implementation` says why; autocommit, timeouts).
 
     With ``spec.tls.enabled`` the connection is TLS or none: a greeting without TLS is refused
     before the client answers it, so no credential is ever sent in plain text, and a connection
     that came up unencrypted is closed. Raises :class:`TlsUnavailableError` then, and
-    :class:`TlsConfigError` for a TLS file that cannot be read here."""
-    import mysql.connector
-
+    :class:`TlsConfigError` for a TLS file that cannot be read here. Every connection of the
+    process with the same TLS setting shares one ``ssl.SSLContext``
+    (:func:`_shared_tls_context_socket_class`)."""
     kwargs: dict[str, Any] = dict(
         host=spec.host, port=spec.port, user=spec.user,
         connection_timeout=_seconds(timeout_s or spec.connect_timeout_s),
@@ -565,13 +582,13 @@ def connect(spec: ServerSpec, password: Secret | None, timeout_s: float | None =
                     kwargs[key] = value
             kwargs["ssl_verify_cert"] = tls.verify_cert
             kwargs["ssl_verify_identity"] = tls.verify_identity
-    if tls is None or not tls.enabled:
-        return mysql.connector.connect(**kwargs)
     if spec.option_file:  # what mysql.connector.connect does with option files
         from mysql.connector.optionfiles import read_option_files
 
         kwargs = read_option_files(**kwargs)
     kwargs.pop("use_pure", None)
+    if tls is None or not tls.enabled:  # the pure-Python connection, as connect(use_pure=True) makes
+        return _shared_tls_context_connection_class()(**kwargs)
     cnx = _tls_only_connection_class()(**kwargs)
     if not cnx.is_secure:  # belt and braces: the greeting offered TLS, so this cannot happen
         _close_quietly(cnx)
@@ -616,8 +633,10 @@ class ServerReader:
     """Reads one server; :meth:`read` never raises."""
 
     def __init__(self, spec: ServerSpec, ctx: RunContext, *, read_order: int | None = None,
-                 topology_depth: int | None = None, resolver: SourceResolver | None = None) -> None:
+                 topology_depth: int | None = None, resolver: SourceResolver | None = None,
+                 binlogs_before: PreviousBinlogs | None = None) -> None:
         self.spec, self.ctx = spec, ctx
+        self.binlogs_before = binlogs_before
         self.password: Secret | None = None
         self.settings = ctx.settings
         self.resolver = resolver
@@ -734,6 +753,7 @@ class ServerReader:
             except Exception as exc:
                 self._error_from_exception(exc, None, connecting=True)
                 return self.result
+            self.result.encrypted = bool(getattr(self.cnx, "is_secure", False))
             self._read_all()
         except _Stop:  # the connection was lost or the deadline passed after the read began
             if server["status"] == "ok":
@@ -912,6 +932,8 @@ class ServerReader:
             return
         first_read = max(0, len(rows) - self.settings.max_binary_logs)
         limit = self.settings.binlog_header_events
+        before = self.binlogs_before
+        reusable = before.reusable(server.get("server_uuid"), server.get("gtid_executed")) if before else {}
         for seq, r in enumerate(rows):
             name = _text(r.get("Log_name"))
             if name is None:
@@ -922,6 +944,10 @@ class ServerReader:
                    "file_size": self.convert(r.get("File_size"), "int", "File_size", "SHOW BINARY LOGS"),
                    "encrypted": _text(r.get("Encrypted")), "previous_gtids": None,
                    "previous_gtids_read": False}
+            if seq >= first_read and seq < len(rows) - 1 and row["file_size"] is not None \
+                    and reusable.get(name) == row["file_size"]:
+                self.result.reused_headers.append(row)   # closed, unchanged: last night's header holds
+                continue
             if seq >= first_read:
                 events, ev_at = self.query(f"SHOW BINLOG EVENTS IN %s LIMIT {limit}", (name,))
                 if events is not None:
@@ -1164,21 +1190,7 @@ def read_server(spec: ServerSpec, ctx: RunContext, **kwargs: Any) -> ServerResul
     return ServerReader(spec, ctx, **kwargs).read()
 
 
-# --- topology probe and read order ---------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Probe:
-    """What planning needs from one server: its uuid and the sources/replicas it names."""
-
-    name: str
-    server_uuid: str | None
-    sources: tuple[tuple[str | None, int | None, str | None], ...] = ()   # (host, port, uuid) per channel
-    replicas: tuple[tuple[str | None, int | None, str | None], ...] = ()  # from SHOW REPLICAS
-    ok: bool = True
-    hostname: str | None = None       # @@GLOBAL.hostname, a name replicas may use for it
-    reported_port: int | None = None  # @@GLOBAL.port
-    encrypted: bool | None = None     # the connection was TLS (None: not connected)
-
+# --- the probe: what planning needs, one light read per server ------------------------------
 
 def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool = False) -> Probe:
     """A light read for planning: server_uuid, hostname, each channel's source, optionally SHOW
@@ -1215,106 +1227,17 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
         _close_quietly(cnx)
 
 
-@dataclass(frozen=True)
-class ReadPlan:
-    """Servers grouped by replication component; inside a group, waves read in order (all the
-    servers of a wave in parallel), deepest replicas first."""
-
-    groups: tuple[tuple[tuple[str, ...], ...], ...]
-    depth: Mapping[str, int]
-    read_order: Mapping[str, int]
-
-
-def plan_read_order(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) -> ReadPlan:
-    """Order the reads so that every replica is read before its source (deepest first).
-
-    A channel's source is found by Source_UUID, else by Source_Host:Source_Port against each
-    server's host:port and aliases. depth(server) = 1 + max depth of its sources (0 without a
-    known source); cycles (circular replication) are cut where first met. Servers connected by
-    replication form one group, read wave by wave from the deepest depth to 0.
-    """
-    names = [s.name for s in specs]
-    address_book: dict[tuple[str, int], str] = {}
-    for s in specs:
-        for addr in s.addresses():
-            address_book.setdefault(addr, s.name)
-    uuid_book = {p.server_uuid: n for n, p in probes.items() if p.server_uuid}
-    sources: dict[str, set[str]] = {n: set() for n in names}
-    for n in names:
-        probe = probes.get(n)
-        for host, port, uuid in (probe.sources if probe else ()):
-            src = uuid_book.get(uuid) if uuid else None
-            if src is None and host and port:
-                src = address_book.get((host.lower(), port))
-            if src is not None and src != n:
-                sources[n].add(src)
-
-    depth: dict[str, int] = {}
-
-    def depth_of(n: str, visiting: frozenset[str]) -> int:
-        if n in depth:
-            return depth[n]
-        parents = [p for p in sources[n] if p not in visiting]
-        d = 0 if not parents else 1 + max(depth_of(p, visiting | {n}) for p in parents)
-        depth[n] = d
-        return d
-
-    for n in names:
-        depth_of(n, frozenset())
-
-    parent = {n: n for n in names}
-
-    def find(n: str) -> str:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
-    for n, srcs in sources.items():
-        for s in srcs:
-            parent[find(n)] = find(s)
-    components: dict[str, list[str]] = {}
-    for n in names:
-        components.setdefault(find(n), []).append(n)
-    groups = []
-    read_order: dict[str, int] = {}
-    for members in components.values():
-        top = max(depth[m] for m in members)
-        waves = []
-        for d in range(top, -1, -1):
-            wave = tuple(sorted(m for m in members if depth[m] == d))
-            if wave:
-                for m in wave:
-                    read_order[m] = top - d
-                waves.append(wave)
-        groups.append(tuple(waves))
-    groups.sort(key=lambda g: (-sum(len(w) for w in g), g[0][0]))
-    return ReadPlan(tuple(groups), depth, read_order)
-
-
-def inventory_for_resolution(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) -> list[InventoryServer]:
-    """What the source resolver knows of the run's servers: configured names, addresses and
-    aliases, plus the probed server_uuid, hostname and port."""
-    out = []
-    for s in specs:
-        probe = probes.get(s.name)
-        out.append(InventoryServer(
-            name=s.name, host=s.host, port=s.port, cluster=s.cluster,
-            aliases=tuple(f"{h}:{p}" for h, p in s.aliases),
-            server_uuid=probe.server_uuid if probe else None,
-            hostname=probe.hostname if probe else None,
-            reported_port=probe.reported_port if probe else None))
-    return out
-
-
 # --- reading a partition: one flat pool, the read order kept inside each group -------------------
 
 #: A replication group as a task receives it: waves of servers, each wave read after the previous.
-Group = Sequence[Sequence[tuple[ServerSpec, int | None, int | None]]]  # (spec, read_order, depth)
+#: Per server: (spec, read_order, depth, planned) where ``planned`` is the previous run's
+#: :class:`Probe` the plan was made from (None when a probe of tonight planned it).
+Group = Sequence[Sequence[tuple[ServerSpec, int | None, int | None, Probe | None]]]
 
 
-def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[InventoryServer]
-                ) -> Iterator[tuple[str, dict[str, Any]]]:
+def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[InventoryServer],
+                binlogs_before: Mapping[str, PreviousBinlogs] | None = None
+                ) -> Iterator[tuple[str, Any]]:
     """Read every server of ``groups`` on one pool of ``per_task_concurrency`` threads and yield
     ``(table, row)`` pairs as servers finish.
 
@@ -1322,11 +1245,17 @@ def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[In
     is read before its source, which is what makes ``errant_transactions`` sound. Across groups
     nothing waits: a large group does not hold back the small ones, and a slow server holds one
     thread for at most its deadline. One resolver (one DNS cache) serves the partition.
+
+    Besides the tables' rows: ``(REPLAN, probe)`` for a server planned from the previous run
+    whose read shows another topology (server_uuid, names, channel sources) than the plan's, so
+    that the driver re-reads its component in a sound order, and ``(PLAIN_TEXT, name)`` for a
+    server read without TLS.
     """
     resolver = SourceResolver(inventory)
+    binlogs_before = binlogs_before or {}
     pending = [list(g) for g in groups if g]
     waves_left = {i: list(g) for i, g in enumerate(pending)}
-    running: dict[Any, int] = {}       # future -> group index
+    running: dict[Any, tuple[int, Probe | None]] = {}       # future -> (group index, planned probe)
     open_reads = {i: 0 for i in waves_left}
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, ctx.settings.per_task_concurrency)) as pool:
@@ -1334,11 +1263,11 @@ def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[In
         def start_next_wave(i: int) -> None:
             while waves_left[i] and open_reads[i] == 0:
                 wave = waves_left[i].pop(0)
-                for spec, order, depth in wave:
+                for spec, order, depth, planned in wave:
                     fut = pool.submit(read_server, spec, ctx, read_order=order, topology_depth=depth,
-                                      resolver=resolver)
+                                      resolver=resolver, binlogs_before=binlogs_before.get(spec.name))
                     with lock:
-                        running[fut] = i
+                        running[fut] = (i, planned)
                     open_reads[i] += 1
 
         for i in list(waves_left):
@@ -1347,9 +1276,15 @@ def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[In
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for fut in done:
                 with lock:
-                    i = running.pop(fut)
+                    i, planned = running.pop(fut)
                 open_reads[i] -= 1
-                yield from fut.result().rows()
+                result = fut.result()
+                yield from result.rows()
+                seen = result.as_probe()
+                if planned is not None and seen is not None and seen.topology() != planned.topology():
+                    yield REPLAN, seen
+                if result.encrypted is False:
+                    yield PLAIN_TEXT, result.server["server"]
                 start_next_wave(i)
 
 
@@ -1365,17 +1300,31 @@ def probe_partition(specs: Iterable[ServerSpec], settings: ReadSettings, want_re
         return iter(list(pool.map(lambda s: probe_server(s, settings, want_replicas), specs)))
 
 
-def read_partition(bundles: Iterable[Sequence[Group]], ctx: RunContext, inventory: Any
-                   ) -> Iterator[tuple[str, tuple]]:
+def read_partition(items: Iterable[Any], ctx: RunContext, inventory: Any) -> Iterator[tuple[str, Any]]:
     """Read every group of one partition and yield ``(table, row)`` with ``row`` a tuple in the
-    table's column order (``schemas``), ready for a DataFrame. ``inventory`` is the resolver's
+    table's column order (``schemas``), ready for a DataFrame; the driver-only pairs of
+    :func:`read_groups` pass as they are (a :data:`REUSED_HEADER` row is a ``binary_logs`` tuple).
+    ``items`` are bundles of groups, or ``(bundle_index, (bundles, previous_binlogs))`` pairs from
+    a cogroup with the previous run's :class:`PreviousBinlogs`. ``inventory`` is the resolver's
     inventory or a Spark broadcast of it."""
     from schemas import get_table
 
     inventory = getattr(inventory, "value", inventory)
-    groups = [group for bundle in bundles for group in bundle]
+    groups: list = []
+    before: dict[str, PreviousBinlogs] = {}
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int):
+            bundles, previous = item[1]
+            groups.extend(group for bundle in bundles for group in bundle)
+            before.update((p.server, p) for p in previous)
+        else:
+            groups.extend(item)
     tables: dict[str, Any] = {}
-    for table, row in read_groups(groups, ctx, inventory):
-        schema = tables.get(table) or tables.setdefault(table, get_table(table))
+    for table, row in read_groups(groups, ctx, inventory, before):
+        if table in (REPLAN, PLAIN_TEXT):
+            yield table, row
+            continue
+        schema_name = "binary_logs" if table == REUSED_HEADER else table
+        schema = tables.get(schema_name) or tables.setdefault(schema_name, get_table(schema_name))
         schema.check_row(row)
         yield table, tuple(row.get(c) for c in schema.column_names)

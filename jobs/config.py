@@ -10,7 +10,7 @@ need is converted into the plain values of ``jobs.collector`` (:class:`ServerSpe
 :class:`ReadSettings`), so executors never import pydantic or YAML.
 
 Secrets are only ever referenced (``password_env``, ``password_file`` or ``option_file``). The
-references travel to the executors, which resolve them (``jobs.collector.resolve_password``)
+references travel to the executors, which resolve them (``jobs.server_spec.resolve_password``)
 into a :class:`Secret` whose ``repr`` and ``str`` hide the value and which refuses to be
 pickled, so that no log line, event log, error or table can carry it.
 """
@@ -27,7 +27,7 @@ from typing import Any, Iterable, Literal, Mapping
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from jobs.collector import ReadSettings, Secret, SecretError, ServerSpec, TlsOptions, resolve_password
+from jobs.server_spec import ReadSettings, resolve_password, Secret, SecretError, ServerSpec, TlsOptions
 
 __all__ = [
     "ConfigError",
@@ -162,6 +162,9 @@ class CollectionSettings(_Frozen):
     relay_tail_page_events: int = Field(default=500, ge=1)      # LIMIT of one SHOW RELAYLOG EVENTS page
     relay_probe_files: int = Field(default=4, ge=0, le=100)     # next relay file numbers probed
     relay_tail_max_scan_events: int = Field(default=4_000_000, ge=1)  # events the server may decode per relay tail
+    # plan the read order from the previous run's tables (no probe connection) and skip the
+    # headers of binary logs read unchanged then (docs/collection.md, "Later nights")
+    use_previous_run: bool = True
 
     def read_settings(self) -> ReadSettings:
         """The plain values a Spark task needs."""

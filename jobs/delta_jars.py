@@ -10,7 +10,7 @@ match both the installed Delta version and the installed Spark version. This mod
 2. resolves it with Spark's own Ivy resolution (``spark-submit --packages`` with
    ``spark.jars.ivy`` pointing into the cache), so no Maven install is needed;
 3. records the resolved jar paths in a small manifest (``manifest.json``, written last), under
-   ``<cache>/delta-jars/<artifact>-<version>/``; the cache root is the sandbox installer's
+   ``<cache>/delta-jars/<artifact>-<version>/``; the cache root is ``jobs.cache_dir``'s
    (``$GTID_AUDIT_CACHE``, ``$XDG_CACHE_HOME/gtid-audit`` or ``~/.cache/gtid-audit``).
 
 Sessions then get ``spark.jars=<cached paths>`` (:meth:`DeltaJars.spark_conf`), never
@@ -41,7 +41,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from jobs.sandbox.installer import default_cache_dir
+from jobs.cache_dir import default_cache_dir
 
 __all__ = [
     "COMPATIBILITY",

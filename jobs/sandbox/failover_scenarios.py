@@ -207,7 +207,8 @@ def cloned_server_uuid(fleet: Fleet, replica: str, clone: str, *, timeout: float
 def read_snapshots(fleet: Fleet, names: Sequence[str]) -> dict[str, tuple[Any, list[Any]]]:
     """Read ``names`` in order with the collector; {name: (ServerSnapshot, [ChannelSnapshot])}."""
     from jobs.audit_tasks import channel_snapshot, server_snapshot
-    from jobs.collector import RunContext, ServerSpec, read_server
+    from jobs.collector import read_server, RunContext
+    from jobs.server_spec import ServerSpec
     from jobs.config import CollectionSettings
 
     ctx = RunContext(run_id="failover", run_date=dt.date(2026, 11, 23), settings=CollectionSettings().read_settings())

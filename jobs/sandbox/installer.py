@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from jobs.cache_dir import default_cache_dir
 from jobs.sandbox.errors import ArchiveUnreachableError, HostLibraryError, InstallError
 
 __all__ = [
@@ -58,16 +59,6 @@ MARKER_NAME = "INSTALLED.json"
 _PERL = re.compile(r"^(perl|perl-base|perl-modules-[\d.]+|libperl[\d.]+)$")
 # Options that keep an initialized template usable by every server the sandbox starts.
 _INIT_OPTIONS = ("--innodb-buffer-pool-size=32M", "--innodb-redo-log-capacity=16M")
-
-
-def default_cache_dir() -> Path:
-    """The cache root: ``$GTID_AUDIT_CACHE``, ``$XDG_CACHE_HOME/gtid-audit`` or ``~/.cache/gtid-audit``."""
-    explicit = os.environ.get("GTID_AUDIT_CACHE")
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return (base / "gtid-audit").resolve()
 
 
 @dataclasses.dataclass(frozen=True)

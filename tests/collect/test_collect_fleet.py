@@ -61,6 +61,8 @@ def side_fleet(mysql_dist, tmp_path_factory):
     fleet = Fleet.up(Topology.load(topology), tmp_path_factory.mktemp("side"), dist=mysql_dist)
     try:
         rep, src = fleet.server("rep"), fleet.server("src")
+        for name in ("src", "rep", "off"):   # a closed binary log on each: a header a second night may skip
+            fleet.server(name).execute("FLUSH BINARY LOGS")
         rep.execute("STOP REPLICA SQL_THREAD")
         src.execute(*SIDE_TRANSACTIONS)
         wanted = src.gtid_executed()
@@ -360,3 +362,49 @@ def test_a_silent_listener_times_out_within_the_deadline(side_fleet):
         result = read_server(spec, _ctx(server_deadline_s=5, retries={"attempts": 1}))
     assert [e["error_class"] for e in result.errors] == ["timeout"]
     assert result.server["status"] == "failed"
+
+
+def test_a_second_night_plans_from_the_first_and_skips_unchanged_headers(collected, fleet, side_fleet, spark, caplog):
+    """Night 2 in the same warehouse: only the servers night 1 could not read are probed; the
+    headers of closed binary logs read unchanged on night 1 are not read again, and the table
+    still holds every file with the Previous_gtids the server has (checked against SHOW BINLOG
+    EVENTS now); the active file's header is read again. The order stays sound."""
+    import logging
+
+    src = side_fleet.server("src")
+    src.execute("FLUSH BINARY LOGS")   # night 1's active file is closed, a new one is active
+    caplog.set_level(logging.INFO, logger="gtid_audit.collect")
+    summary = run_collect(spark, collected["config"], run_id="it-night-2")
+    phases = [r.getMessage() for r in caplog.records if r.getMessage().startswith("collect phase=")]
+    # nothing probed (the three servers night 1 could not read are planned alone, and fail alone
+    # again), and nothing changed topology: one read per server
+    assert [p.split()[1] for p in phases] == ["phase=read"]
+    assert summary.servers_ok == collected["summary"].servers_ok
+    from jobs.previous_run import previous_run
+
+    wh = collected["warehouse"]
+    prev = previous_run(spark, wh, "it-night-2")   # the newest run before it (earlier tests collect too)
+    night1 = _by(read_arrow(wh, "binary_logs", prev.run_id).to_pylist(), "server", "log_name")
+    night2 = read_arrow(wh, "binary_logs", "it-night-2").to_pylist()
+    servers = _by(read_arrow(wh, "servers", "it-night-2").to_pylist(), "server")
+    reused = 0
+    side = [(f"side-{n}", side_fleet.server(n)) for n in ("src", "rep", "off")]
+    for name, live_server in [(n, fleet.server(n)) for n in FLEET_NAMES] + side:
+        live = live_server.query("SHOW BINARY LOGS")
+        mine = sorted((r for r in night2 if r["server"] == name), key=lambda r: r["seq"])
+        assert [r["log_name"] for r in mine] == [r["Log_name"] for r in live]
+        for r in mine:
+            header = live_server.query(f"SHOW BINLOG EVENTS IN '{r['log_name']}' LIMIT 3")
+            truth = next(e["Info"] for e in header if e["Event_type"] == "Previous_gtids")
+            assert r["previous_gtids_read"] and GtidSet.parse(r["previous_gtids"]) == GtidSet.parse(truth)
+            before = night1.get((name, r["log_name"]))
+            if r["seq"] == len(mine) - 1 or before is None or before["file_size"] != r["file_size"]:
+                assert before is None or r["read_at"] > before["read_at"]   # read tonight
+            else:
+                assert r["read_at"] == before["read_at"]   # last night's read of the same header
+                reused += 1
+    assert reused >= 3 and summary.headers_reused == reused   # side-src, side-rep, side-off's first file
+    grown = [r for r in night2 if r["server"] == "side-src"]
+    assert len(grown) == len([k for k in night1 if k[0] == "side-src"]) + 1
+    for (replica, _channel), source in EXPECTED_CHANNELS.items():
+        assert servers[replica]["gtid_read_at"] <= servers[source]["gtid_read_at"]

@@ -7,7 +7,8 @@ import mysql.connector.errors as myerr
 import pytest
 
 from gtid_core.versions import MySQLVersion
-from jobs.collector import Probe, classify_error, dialect_for, normalise_replica_status, plan_read_order
+from jobs.collector import PreviousBinlogs, classify_error, dialect_for, normalise_replica_status
+from jobs.read_plan import Probe, plan_read_order
 from jobs.config import ServerSpec
 
 
@@ -99,3 +100,31 @@ def test_read_order_matches_aliases_and_survives_cycles():
     plan = plan_read_order(specs, probes)
     assert len(plan.groups) == 1 and sum(len(w) for w in plan.groups[0]) == 2
     assert sorted(plan.depth.values()) == [0, 1]
+
+
+def _before(files: str, executed: str = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-100") -> PreviousBinlogs:
+    return PreviousBinlogs("db1", "3E11FA47-71CA-11E1-9E33-C80AA9429562", executed, files)
+
+
+def test_headers_are_reused_only_for_the_same_server_with_its_history_intact():
+    """Last night's files are reusable on the same server_uuid while tonight's gtid_executed
+    contains last night's; a RESET (gtid_executed emptied or smaller) or another server voids them."""
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    before = _before("binlog.000001:4096,binlog.000002:180")
+    assert before.reusable(uuid, f"{uuid}:1-250") == {"binlog.000001": 4096, "binlog.000002": 180}
+    assert before.reusable(uuid.upper(), f"{uuid}:1-100") == {"binlog.000001": 4096, "binlog.000002": 180}
+    assert before.reusable(uuid, "") == {}                        # RESET BINARY LOGS AND GTIDS
+    assert before.reusable(uuid, f"{uuid}:1-99") == {}            # restored from an older backup
+    assert before.reusable("4e11fa47-71ca-11e1-9e33-c80aa9429562", f"{uuid}:1-250") == {}  # another server
+    assert before.reusable(None, f"{uuid}:1-250") == {}
+    assert before.reusable(uuid, "not a gtid set") == {}
+    assert _before("").reusable(uuid, f"{uuid}:1-250") == {}
+
+
+def test_probe_topology_ignores_case_and_channel_order():
+    """A probe built from last night's rows and tonight's read of the same server compare equal
+    whatever the case of names and UUIDs and the order of channels; a moved channel does not."""
+    a = Probe("r", "AA", (("SRC1", 3306, "U1"), ("src2", 3307, None)), hostname="Host1", reported_port=3306)
+    b = Probe("r", "aa", (("src2", 3307, None), ("src1", 3306, "u1")), hostname="host1", reported_port=3306)
+    moved = Probe("r", "aa", (("src3", 3306, "u3"), ("src2", 3307, None)), hostname="host1", reported_port=3306)
+    assert a.topology() == b.topology() and a.topology() != moved.topology()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.collector import SecretError
+from jobs.server_spec import SecretError
 from jobs.config import ConfigError, Secret, load_config, parse_config, resolve_password
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import textwrap
 
 from pyspark import cloudpickle
 
-from jobs import audit_tasks, collector
+from jobs import audit_tasks, collector, read_plan
 from jobs.config import parse_config
 
 DRIVER_ONLY = ("pydantic", "yaml", "tenacity", "rich", "deltalake")
@@ -57,8 +57,10 @@ def test_the_read_task_runs_without_driver_libraries(monkeypatch):
     monkeypatch.setenv("GTA_NOPE", "x")
     ctx = collector.RunContext(run_id="r", run_date=dt.date(2026, 1, 1), settings=config.collection.read_settings())
     task = functools.partial(collector.read_partition, ctx=ctx,
-                             inventory=collector.inventory_for_resolution([spec], {}))
-    out = _run_in_executor_like_python(task, [[[[(spec, 0, 0)]]]])
+                             inventory=read_plan.inventory_for_resolution([spec], {}))
+    before = collector.PreviousBinlogs("gone", "3e11fa47-71ca-11e1-9e33-c80aa9429562", "", "binlog.000001:120")
+    # the shape a later night's cogroup hands the task: (task index, (bundles, previous binlogs))
+    out = _run_in_executor_like_python(task, [(0, ([[[[(spec, 0, 0, None)]]]], [before]))])
     first, loaded = out.strip().splitlines()
     assert first.startswith("2 ") and "collection_errors" in first and "servers" in first
     assert loaded == "[]"

@@ -14,7 +14,8 @@ import datetime as dt
 import pytest
 
 from jobs.audit_tasks import collection_findings
-from jobs.collector import ReadSettings, RunContext, ServerSpec, TlsOptions, connect, read_server, resolve_password
+from jobs.collector import connect, read_server, RunContext
+from jobs.server_spec import ReadSettings, resolve_password, ServerSpec, TlsOptions
 from jobs.sandbox.accounts import audit_grant_statements
 from jobs.sandbox.server import SandboxServer, ServerTls
 from tests.fixtures.certs import make_ca, make_cert
@@ -155,3 +156,80 @@ def test_no_refusal_is_retried(tls_server, pki, password_file, monkeypatch):
     result = read_server(spec(tls_server, password_file, tls=_tls("other_ca", pki)), CTX)
     assert result.errors[0]["error_class"] == "tls_verify_failed"
     assert len(attempts) == 1 and CTX.settings.retry_attempts == 3
+
+
+def _context(cnx):
+    """The ``ssl.SSLContext`` a live mysql-connector connection was wrapped with."""
+    return cnx._socket.sock.context
+
+
+def test_one_tls_context_per_setting_is_reused_and_verification_is_unchanged(tls_server, pki, password_file,
+                                                                              tmp_path, monkeypatch):
+    """Connections with one TLS setting share one SSLContext built once (also from threads), and a
+    cached context changes no verdict: another CA, a host name the certificate does not list and a
+    replaced CA file are still refused after a successful connection cached its context."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mysql.connector.network import MySQLTCPSocket
+
+    import jobs.collector as collector
+
+    monkeypatch.setattr(collector, "_TLS_CONTEXTS", {})
+    built = []
+    real_build = MySQLTCPSocket.build_ssl_context
+    monkeypatch.setattr(MySQLTCPSocket, "build_ssl_context",
+                        lambda self, *a, **k: built.append(a) or real_build(self, *a, **k))
+    ca = str(pki["ca"].cert)
+
+    def open_(s):
+        return contextlib.closing(connect(s, resolve_password(s)))
+
+    def refused(s):
+        result = read_server(s, CTX)
+        assert result.server["status"] == "failed" and result.server.get("server_uuid") is None
+        return result.errors[0]["error_class"]
+
+    identity = TlsOptions(ca_file=ca, verify_identity=True)
+    with open_(spec(tls_server, password_file, host="localhost", tls=identity)) as a, \
+            open_(spec(tls_server, password_file, host="localhost", tls=identity)) as b:
+        assert a.is_secure and b.is_secure and _context(a) is _context(b)
+        cached = _context(a)
+    assert len(built) == 1
+    # the same setting, the cached context, a name the certificate does not list: still refused
+    assert refused(spec(tls_server, password_file, tls=identity)) == "tls_identity_mismatch"
+    assert len(built) == 1
+    # without verify_identity that name is accepted: its own context, not the one above
+    with open_(spec(tls_server, password_file, tls=TlsOptions(ca_file=ca))) as c:
+        assert c.is_secure and _context(c) is not cached
+    assert len(built) == 2
+    # another CA, after the right one was cached: refused, by a fresh context, then by its cached one
+    for _ in range(2):
+        assert refused(spec(tls_server, password_file, host="localhost",
+                            tls=TlsOptions(ca_file=str(pki["other_ca"].cert), verify_identity=True))) \
+            == "tls_verify_failed"
+    assert len(built) == 3
+    # a CA file replaced on disk while the process runs is read again, as without the cache
+    moving = tmp_path / "rotating-ca.pem"
+    shutil.copyfile(ca, moving)
+    rotating = spec(tls_server, password_file, tls=TlsOptions(ca_file=str(moving)))
+    with open_(rotating) as d:
+        assert d.is_secure
+    shutil.copyfile(pki["other_ca"].cert, moving)
+    assert refused(rotating) == "tls_verify_failed"
+    # four threads opening their first connection with a new setting: one context between them
+    x509 = spec(tls_server, password_file, user="audit_x509",
+                tls=TlsOptions(ca_file=ca, cert_file=str(pki["client"].cert), key_file=str(pki["client"].key)))
+    before = len(built)
+
+    def context_of_one(_):
+        with open_(x509) as cnx:
+            return _context(cnx)
+
+    with ThreadPoolExecutor(4) as pool:
+        contexts = list(pool.map(context_of_one, range(4)))
+    assert len(built) == before + 1 and all(c is contexts[0] for c in contexts)
+    # no tls section (TLS without verification when offered) takes the same path
+    with open_(spec(tls_server, password_file)) as e, open_(spec(tls_server, password_file)) as f:
+        assert e.is_secure and _context(e) is _context(f)
+    assert len(built) == before + 2

@@ -67,7 +67,7 @@ def fleet(pair_fleet):
 
 def collect(fleet, name: str):
     """``read_server`` on one server of the fleet, as the nightly job runs it (audit account, defaults)."""
-    from jobs.collector import RunContext, read_server
+    from jobs.collector import read_server, RunContext
     from jobs.config import CollectionSettings, ServerSpec
 
     server = fleet.server(name)

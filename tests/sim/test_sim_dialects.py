@@ -6,7 +6,7 @@ import datetime as dt
 import mysql.connector
 import pytest
 
-from jobs.collector import RunContext, read_server
+from jobs.collector import read_server, RunContext
 from jobs.config import load_config
 from jobs.sandbox.sim import FleetBuilder, Simulator
 from jobs.sandbox.sim.model import PASSWORD

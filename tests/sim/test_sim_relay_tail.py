@@ -10,7 +10,7 @@ import pytest
 
 from gtid_core import FleetContext, GtidSet, Severity, events_from_rows, run_pair_checks
 from jobs.audit_tasks import channel_snapshot, relay_tail_rows, server_snapshot
-from jobs.collector import RunContext, read_server
+from jobs.collector import read_server, RunContext
 from jobs.config import load_config
 from jobs.sandbox.sim import FleetBuilder, Simulator
 

@@ -7,7 +7,8 @@ import datetime as dt
 
 import pytest
 
-from jobs.collector import ReadSettings, RunContext, TlsOptions, read_server
+from jobs.collector import read_server, RunContext
+from jobs.server_spec import ReadSettings, TlsOptions
 from jobs.config import load_config
 from jobs.sandbox.sim import FleetBuilder, Simulator
 from jobs.sandbox.sim.dialects import shape_for

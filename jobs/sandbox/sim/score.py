@@ -44,15 +44,17 @@ def score(truth: Iterable[Truth], findings: Iterable[dict[str, Any]]) -> Score:
     return Score(expected, found)
 
 
-def read_findings(warehouse: str | Path) -> list[dict[str, Any]]:
-    """The findings rows of the latest audited run, read with delta-rs from the warehouse."""
+def read_findings(warehouse: str | Path, run_id: str | None = None) -> list[dict[str, Any]]:
+    """The findings rows of ``run_id`` (default: the latest audited run), read with delta-rs
+    from the warehouse."""
     from deltalake import DeltaTable
 
     root = str(warehouse).rstrip("/")
-    summaries = DeltaTable(f"{root}/run_summary").to_pyarrow_table(columns=["run_id", "audited_at"]).to_pylist()
-    if not summaries:
-        return []
-    run_id = max(summaries, key=lambda r: (r["audited_at"] is not None, r["audited_at"], r["run_id"]))["run_id"]
+    if run_id is None:
+        summaries = DeltaTable(f"{root}/run_summary").to_pyarrow_table(columns=["run_id", "audited_at"]).to_pylist()
+        if not summaries:
+            return []
+        run_id = max(summaries, key=lambda r: (r["audited_at"] is not None, r["audited_at"], r["run_id"]))["run_id"]
     table = DeltaTable(f"{root}/findings").to_pyarrow_table(
         columns=["run_id", "check_id", "severity", "server", "source", "status"])
     return [r for r in table.to_pylist() if r["run_id"] == run_id]

@@ -8,7 +8,12 @@ parse ``SHOW RELAYLOG EVENTS ... FOR CHANNEL`` or ``SHOW REPLICA STATUS``, and a
 version must reject what the real one rejects.
 
 One event loop serves a shard of the fleet; :class:`Simulator` starts several processes (one
-shard each) and stops them by pid. Every process stops by itself after ``lifetime_s``. Given a
+shard each) and stops them by pid. Every process stops by itself after ``lifetime_s``.
+
+Each process counts what it served (:data:`STATS`: connections, statements, COM_PINGs, other
+commands that get an answer, handshake round trips) and writes the counters to its stats file at
+exit and, while it runs, whenever it receives SIGUSR1 (:meth:`Simulator.snapshot` reads them
+during a run). Given a
 certificate (``tls=(cert, key)``), the servers whose version offers TLS out of the box
 (:attr:`.dialects.Shape.offers_tls`: 5.7.28+, 8.0+) offer it with that certificate; the older
 ones offer none, as a default install of those versions does. Without one, none offers TLS.
@@ -42,8 +47,10 @@ __all__ = ["Latency", "SimSession", "serve", "Simulator", "default_variables"]
 
 log = logging.getLogger("gtid_audit.sim")
 
-# What this process served (written to the stats file at exit; the benchmark reads it).
-STATS = {"connections": 0, "statements": 0, "pings": 0}
+# What this process served (written to the stats file on SIGUSR1 and at exit; the benchmark
+# reads it). Every key is a count; "round trips" are handshake_round_trips + statements + pings +
+# commands (see _HandshakeStream for how a handshake is counted).
+STATS = {"connections": 0, "statements": 0, "pings": 0, "commands": 0, "handshake_round_trips": 0}
 
 
 # --------------------------------------------------------------------------------------------
@@ -418,6 +425,113 @@ def _column(c: Col):
 # --------------------------------------------------------------------------------------------
 # serving
 
+class _HandshakeStream:
+    """Stands in for a connection's stream during mysql-mimic's connection phase (its own stream
+    class is compiled and cannot be wrapped) and counts the packets the client sends in it."""
+
+    def __init__(self, inner):
+        self.inner, self.reads, self.ssl_request = inner, 0, False
+
+    async def read(self) -> bytes:
+        data = await self.inner.read()
+        self.reads += 1
+        return data
+
+    async def start_tls(self, context) -> None:
+        """Upgrade to TLS, handing the TLS layer what the client sent right behind its SSL request.
+
+        A real server reads exactly the SSL request packet, then the TLS ClientHello from the
+        socket. A client that reuses its ``SSLContext`` (the collector, issue #21) sends the hello
+        at once, and the stream's reader may hold it already: asyncio's ``start_tls`` reads only
+        the socket, so the handshake would hang. The bytes go to the TLS protocol after its
+        ``connection_made`` and before any new data from the socket."""
+        self.ssl_request = True
+        reader = self.inner.reader
+        early = bytes(reader._buffer)  # asyncio.StreamReader's buffer; no public way to take it
+        reader._buffer.clear()
+        upgrade = asyncio.ensure_future(self.inner.start_tls(context))
+        if early:
+            await asyncio.sleep(0)  # start_tls has set its TLS protocol and queued connection_made
+            transport = self.inner.writer.transport
+            asyncio.get_running_loop().call_soon(_feed_protocol, transport.get_protocol(), early)
+        await upgrade
+
+    def round_trips(self) -> int:
+        """1 for the TCP connect and the server's greeting together; 1 per packet the client sends
+        in the connection phase (handshake response, auth-switch or more-data answers), each of
+        which the server answers; an SSL request has no answer of its own but starts TLS, which
+        costs 1 round trip in TLS 1.3 and 2 before it."""
+        trips = 1 + self.reads
+        if self.ssl_request:
+            ssl_object = self.inner.writer.transport.get_extra_info("ssl_object")
+            version = ssl_object.version() if ssl_object is not None else None
+            trips += (1 if version == "TLSv1.3" else 2) - 1
+        return trips
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def _feed_protocol(protocol: asyncio.BaseProtocol, data: bytes) -> None:
+    """Give ``protocol`` bytes as if they had come from its transport."""
+    if not isinstance(protocol, asyncio.BufferedProtocol):
+        protocol.data_received(data)
+        return
+    view = memoryview(data)
+    while view:
+        buf = protocol.get_buffer(len(view))
+        n = min(len(buf), len(view))
+        buf[:n] = view[:n]
+        protocol.buffer_updated(n)
+        view = view[n:]
+
+
+#: Commands other than COM_QUERY and COM_PING that the server answers (each one round trip);
+#: COM_QUIT, COM_STMT_CLOSE and COM_STMT_SEND_LONG_DATA get no answer and are not counted.
+_ANSWERED_COMMANDS = ("handle_init_db", "handle_field_list", "handle_change_user", "handle_reset_connection",
+                      "handle_debug", "handle_stmt_prepare", "handle_stmt_execute", "handle_stmt_fetch",
+                      "handle_stmt_reset")
+
+
+def _install_counters() -> None:
+    """Count the handshake round trips and the answered commands of every connection
+    (mysql-mimic's ``Connection``, patched once per simulator process)."""
+    from mysql_mimic.connection import Connection
+
+    if getattr(Connection, "_sim_counted", False):
+        return
+    connection_phase = Connection.connection_phase
+
+    async def counted_connection_phase(self) -> None:
+        inner = self.stream
+        self.stream = counting = _HandshakeStream(inner)
+        try:
+            await connection_phase(self)
+        finally:
+            self.stream = inner
+            STATS["handshake_round_trips"] += counting.round_trips()
+
+    Connection.connection_phase = counted_connection_phase
+
+    def counted(handler):
+        async def handle(self, data: bytes) -> None:
+            STATS["commands"] += 1
+            await handler(self, data)
+        return handle
+
+    for name in _ANSWERED_COMMANDS:
+        setattr(Connection, name, counted(getattr(Connection, name)))
+    Connection._sim_counted = True
+
+
+def _write_stats(path: Path, seq: int) -> None:
+    """The counters so far, written whole (a reader never sees half a file); ``seq`` tells the
+    reader which request the file answers."""
+    tmp = path.with_suffix(".stats-tmp")
+    tmp.write_text(json.dumps({"seq": seq, **STATS}))
+    os.replace(tmp, path)
+
+
 def _install_sqlstates() -> None:
     """mysql-mimic sends HY000 for error numbers its table lacks; give it the server's SQLSTATEs."""
     from mysql_mimic import errors
@@ -468,6 +582,7 @@ async def serve(servers: list[SimServer], lifetime_s: float, latency: Latency, s
     from mysql_mimic import MysqlServer
 
     _install_sqlstates()
+    _install_counters()
     rng = random.Random(seed)
     listeners = []
     identities: dict[str, Any] = {}
@@ -486,8 +601,18 @@ async def serve(servers: list[SimServer], lifetime_s: float, latency: Latency, s
         await mimic.start_server(host=server.host, port=server.port, backlog=256)
         listeners.append(mimic)
     stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    requests = 0
     if ready is not None:
+        stats_file = ready.with_suffix(".stats")
+
+        def snapshot() -> None:
+            nonlocal requests
+            requests += 1
+            _write_stats(stats_file, requests)
+
+        loop.add_signal_handler(signal.SIGUSR1, snapshot)
         ready.write_text(str(os.getpid()))
     try:
         await asyncio.wait_for(stop.wait(), timeout=lifetime_s)
@@ -497,7 +622,7 @@ async def serve(servers: list[SimServer], lifetime_s: float, latency: Latency, s
         for listener in listeners:
             listener.close()
         if ready is not None:
-            ready.with_suffix(".stats").write_text(json.dumps(STATS))
+            _write_stats(ready.with_suffix(".stats"), requests + 1)
 
 
 def _raise_fd_limit() -> None:
@@ -587,14 +712,43 @@ class Simulator:
         return total
 
     def stats(self) -> dict[str, int]:
-        """Connections and statements served, summed over the processes (after :meth:`stop`)."""
-        total = {"connections": 0, "statements": 0, "pings": 0}
+        """What the processes served (:data:`STATS`), summed over them: after :meth:`stop`, or as
+        of the last :meth:`snapshot`."""
+        total = dict.fromkeys(STATS, 0)
         for i in range(self.processes):
-            f = self.workdir / f"sim-{i}.stats"
-            if f.exists():
-                for k, v in json.loads(f.read_text()).items():
-                    total[k] = total.get(k, 0) + v
+            counters = self._read_stats(i)
+            if counters is not None:
+                for k, v in counters.items():
+                    if k != "seq":
+                        total[k] = total.get(k, 0) + v
         return total
+
+    def snapshot(self, timeout: float = 5.0) -> dict[str, int]:
+        """The counters of the running processes now (:meth:`stats` summed): each process is
+        asked with SIGUSR1 and answers by rewriting its stats file. A process that has exited,
+        or does not answer within ``timeout`` seconds, counts with its last file.
+        Not for concurrent use: serialise the calls."""
+        asked = {}
+        for i, p in enumerate(self.procs):
+            if p.poll() is None:
+                before = self._read_stats(i)
+                asked[i] = before.get("seq", 0) if before else 0
+                p.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while asked and time.monotonic() < deadline:
+            for i in list(asked):
+                now = self._read_stats(i)
+                if (now is not None and now.get("seq", 0) > asked[i]) or self.procs[i].poll() is not None:
+                    del asked[i]
+            if asked:
+                time.sleep(0.005)
+        return self.stats()
+
+    def _read_stats(self, i: int) -> dict[str, int] | None:
+        try:
+            return json.loads((self.workdir / f"sim-{i}.stats").read_text())
+        except (OSError, ValueError):
+            return None
 
     def stop(self) -> None:
         if self.procs:

@@ -1,0 +1,163 @@
+"""Which MySQL protocol implementation the reads use (issue #21, part 3): always mysql-connector's
+pure-Python protocol, in a Python where its C extension loads or not, and why (docs/collection.md,
+"Protocol implementation").
+
+On the simulator: a 9.7.4 server offering TLS (our own CA's certificate), a 5.6.51 offering none,
+a 5.6.51 whose password is wrong and a 9.7.4 that takes 30 s per statement. The tests marked
+``cext`` show what the C extension does instead; they run only in a Python where it loads
+(mysql-connector 9.2-9.7 here: 26.x needs OpenSSL 3.2), e.g. a scratch venv layered over this one.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import mysql.connector
+import pytest
+from mysql.connector.connection import MySQLConnection
+
+from jobs.collector import classify_error, connect, protocol_implementation, read_server, RunContext
+from jobs.config import load_config
+from jobs.sandbox.sim import FleetBuilder, Simulator
+from jobs.server_spec import ReadSettings, resolve_password, TlsOptions
+from tests.fixtures.certs import make_ca, make_cert
+
+ROOT = Path(__file__).resolve().parents[2]
+CTX = RunContext("t", dt.date(2026, 1, 1), ReadSettings(server_deadline_s=10, retry_wait_initial_s=0.05))
+cext = pytest.mark.skipif(not mysql.connector.HAVE_CEXT, reason="mysql-connector's C extension does not load here")
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    """The four servers, served with a certificate of our own CA; yields (inventory by name, CA path)."""
+    work = tmp_path_factory.mktemp("simproto")
+    ca = make_ca(work / "pki", "sim-ca")
+    cert = make_cert(ca, work / "pki", "sim-server", dns=("localhost",))
+    b = FleetBuilder(seed=21)
+    b.standalone("v974", "9.7.4")
+    b.standalone("v5651", "5.6.51")
+    b.collection_fault("auth5651", "5.6.51", "auth")
+    b.collection_fault("slow974", "9.7.4", "slow")
+    fleet = b.fleet()
+    fleet.save(work / "fleet.json")
+    config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(work / "wh"), password_file=work / "pw")
+    with Simulator(work / "fleet.json", lifetime_s=180, latency="0-1", tls=(cert.cert, cert.key)):
+        yield {s.name: s for s in load_config(config).inventory()}, str(ca.cert)
+
+
+TRANSPORTS = [None, TlsOptions(enabled=False), TlsOptions(verify_cert=False), "ca"]
+
+
+@pytest.mark.parametrize("tls", TRANSPORTS, ids=["no_tls_section", "tls_disabled", "tls_unverified", "tls_ca"])
+def test_every_transport_connects_with_the_pure_protocol(sim, tls):
+    """connect() returns mysql-connector's pure-Python connection whatever the server's tls
+    settings, and protocol_implementation() says so, also in a Python where the C extension loads."""
+    inventory, ca = sim
+    spec = dataclasses.replace(inventory["v974"], tls=TlsOptions(ca_file=ca) if tls == "ca" else tls)
+    cnx = connect(spec, resolve_password(spec))
+    try:
+        assert isinstance(cnx, MySQLConnection)  # CMySQLConnection is not one
+        assert cnx.is_secure == (spec.tls is None or spec.tls.enabled)
+    finally:
+        cnx.close()
+    assert protocol_implementation() == "pure-python"
+
+
+READ_WITHOUT_CEXT = """
+import dataclasses, datetime as dt, json, sys
+sys.modules["_mysql_connector"] = None          # the C extension cannot load in this Python
+sys.path.insert(0, {root!r})
+import mysql.connector
+from jobs.collector import protocol_implementation, read_server, RunContext
+from jobs.server_spec import ReadSettings, ServerSpec, TlsOptions
+ctx = RunContext("t", dt.date(2026, 1, 1), ReadSettings(server_deadline_s=10))
+out = {{"have_cext": mysql.connector.HAVE_CEXT, "implementation": protocol_implementation()}}
+for name, spec in json.loads(sys.argv[1]).items():
+    spec = ServerSpec(**{{**spec, "tls": TlsOptions(**spec["tls"]) if spec["tls"] else None}})
+    r = read_server(spec, ctx)
+    out[name] = [r.server["status"], r.server.get("server_uuid"), [e["error_class"] for e in r.errors]]
+print(json.dumps(out))
+"""
+
+
+def test_a_python_without_the_c_extension_reads_a_server(sim):
+    """In a Python where the C extension does not load, a server is read in full and
+    protocol_implementation() says pure-python; tls.enabled still refuses a server without TLS
+    (positive control: the guarantee did not go with the C extension)."""
+    inventory, ca = sim
+    specs = {"v974": dataclasses.replace(inventory["v974"], tls=TlsOptions(ca_file=ca)),
+             "v974-no-tls-section": inventory["v974"],
+             "v5651-tls-enabled": dataclasses.replace(inventory["v5651"], tls=TlsOptions(verify_cert=False))}
+    argv = json.dumps({name: dataclasses.asdict(s) for name, s in specs.items()})
+    out = subprocess.run([sys.executable, "-c", READ_WITHOUT_CEXT.format(root=str(ROOT)), argv],
+                         capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (got["have_cext"], got["implementation"]) == (False, "pure-python")
+    uuid = got["v974"][1]
+    assert uuid and got["v974"] == ["ok", uuid, []] and got["v974-no-tls-section"] == ["ok", uuid, []]
+    assert got["v5651-tls-enabled"] == ["failed", None, ["tls_unavailable"]]
+
+
+# --- why not the C extension: what it does where it loads (skipped where it does not) ----------
+
+def _c_connection(spec, **kwargs):
+    return mysql.connector.connect(host=spec.host, port=spec.port, user=spec.user, connection_timeout=5,
+                                   use_pure=False, autocommit=True, **kwargs)
+
+
+@cext
+def test_cext_with_verify_cert_sends_the_password_to_a_server_without_tls(sim):
+    """ssl_ca + ssl_verify_cert, the production settings: the C extension answers a 5.6 greeting
+    that offers no TLS in plain text (the wrong password reaches the server: 1045) and reads it
+    unencrypted, where the collector refuses before any credential (tls_unavailable)."""
+    inventory, ca = sim
+    with pytest.raises(mysql.connector.Error) as refused:
+        _c_connection(inventory["auth5651"], password="wrong", ssl_ca=ca, ssl_verify_cert=True)
+    assert refused.value.errno == 1045
+    spec = inventory["v5651"]
+    cnx = _c_connection(spec, password=resolve_password(spec).reveal(), ssl_ca=ca, ssl_verify_cert=True)
+    try:
+        assert cnx._cmysql.get_ssl_cipher() is None
+    finally:
+        cnx.close()
+    [row] = read_server(dataclasses.replace(inventory["auth5651"], tls=TlsOptions(ca_file=ca)), CTX).errors
+    assert row["error_class"] == "tls_unavailable"
+
+
+@cext
+def test_cext_read_timeout_cannot_change_after_connecting(sim):
+    """Setting read_timeout on a C-extension connection raises: the collector's per-statement
+    deadline (read timeout = min(read_timeout_s, time left)) cannot be kept with it."""
+    inventory, _ = sim
+    spec = inventory["v974"]
+    cnx = _c_connection(spec, password=resolve_password(spec).reveal(), ssl_disabled=True)
+    try:
+        with pytest.raises(mysql.connector.ProgrammingError):
+            cnx.read_timeout = 1
+    finally:
+        cnx.close()
+
+
+@cext
+def test_cext_read_timeout_is_a_lost_connection(sim):
+    """A statement that outlives read_timeout: the pure protocol raises a timeout (class
+    ``timeout``), the C extension error 2013, "Lost connection" (class ``unreachable``)."""
+    inventory, _ = sim
+    spec = dataclasses.replace(inventory["slow974"], read_timeout_s=1)
+    pure = connect(spec, resolve_password(spec))
+    c = _c_connection(spec, password=resolve_password(spec).reveal(), read_timeout=1)
+    try:
+        for cnx, expected in ((pure, "timeout"), (c, "unreachable")):
+            with pytest.raises(mysql.connector.Error) as err:
+                cnx.cursor().execute("SELECT @@GLOBAL.version AS version")
+            assert classify_error(err.value) == expected
+        assert err.value.errno == 2013
+    finally:
+        for cnx in (pure, c):
+            with contextlib.suppress(mysql.connector.Error):
+                cnx.close()
