@@ -497,6 +497,17 @@ def _shared_tls_context_connection_class():
     from mysql.connector.network import MySQLTCPSocket
 
     class SharedTlsContextConnection(MySQLConnection):
+        def _post_connection(self) -> None:
+            """No session set-up statements (issue #21: two round trips per server). The
+            connector would send ``SET NAMES`` and ``SET @@session.autocommit``: the character
+            set is already the one the handshake response announced (it sets
+            character_set_client, _connection and _results; sql/sql_connect.cc,
+            ``thd_init_client_charset``), and the reads are SELECTs and SHOWs of server state,
+            which autocommit does not change. Time zone, SQL mode and init command are never
+            set by :func:`connect`."""
+            if self._time_zone or self._sql_mode or self._init_command:
+                super()._post_connection()
+
         def _get_connection(self):
             sock = super()._get_connection()
             if type(sock) is not MySQLTCPSocket:
@@ -526,6 +537,15 @@ def _tls_only_connection_class():
                     "refused before any credential was sent (nothing is read in plain text)")
 
     return TlsOnlyConnection
+
+
+def _dict_cursor(cnx):
+    """A dictionary cursor on a connection just made or just used: ``cnx.cursor()`` would first
+    ping the server (``is_connected()``, one round trip per cursor); a lost connection shows as
+    an error of the next statement anyway."""
+    from mysql.connector.cursor import MySQLCursorDict
+
+    return MySQLCursorDict(cnx)
 
 
 PURE_PYTHON = "pure-python"
@@ -690,7 +710,7 @@ class ServerReader:
         try:  # the socket never waits beyond the server's deadline
             self.cnx.read_timeout = _seconds(min(self.spec.read_timeout_s, self.deadline - time.monotonic()))
             if self.cur is None:
-                self.cur = self.cnx.cursor(dictionary=True)
+                self.cur = _dict_cursor(self.cnx)
             self.cur.execute(sql, tuple(params) if params else None)
             rows = self.cur.fetchall() if self.cur.with_rows else []
             return rows, _now()
@@ -1200,7 +1220,7 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
     try:
         password = resolve_password(spec)
         cnx = connect(spec, password, min(spec.connect_timeout_s, settings.server_deadline_s))
-        cur = cnx.cursor(dictionary=True)
+        cur = _dict_cursor(cnx)
         cur.execute("SELECT @@GLOBAL.version AS version, @@GLOBAL.server_uuid AS server_uuid, "
                     "@@GLOBAL.hostname AS hostname, @@GLOBAL.port AS port")
         row = cur.fetchall()[0]

@@ -3,13 +3,13 @@ pure-Python protocol, in a Python where its C extension loads or not, and why (d
 "Protocol implementation").
 
 On the simulator: a 9.7.4 server offering TLS (our own CA's certificate), a 5.6.51 offering none,
-a 5.6.51 whose password is wrong and a 9.7.4 that takes 30 s per statement. The tests marked
-``cext`` show what the C extension does instead; they run only in a Python where it loads
-(mysql-connector 9.2-9.7 here: 26.x needs OpenSSL 3.2), e.g. a scratch venv layered over this one.
+a 5.6.51 whose password is wrong and a 9.7.4 that takes 30 s per statement. What the C extension
+does instead was measured in a Python where it loads (mysql-connector 9.2-9.7 here; 26.x needs
+OpenSSL 3.2), with benchmarks/connector_cext.py and by hand: docs/collection.md, "Protocol
+implementation". Those runs are not repeated here: the suite's Python has no C extension.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -17,19 +17,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import mysql.connector
 import pytest
 from mysql.connector.connection import MySQLConnection
 
-from jobs.collector import classify_error, connect, protocol_implementation, read_server, RunContext
+from jobs.collector import RunContext, connect, protocol_implementation
 from jobs.config import load_config
 from jobs.sandbox.sim import FleetBuilder, Simulator
-from jobs.server_spec import ReadSettings, resolve_password, TlsOptions
+from jobs.server_spec import ReadSettings, TlsOptions, resolve_password
 from tests.fixtures.certs import make_ca, make_cert
 
 ROOT = Path(__file__).resolve().parents[2]
 CTX = RunContext("t", dt.date(2026, 1, 1), ReadSettings(server_deadline_s=10, retry_wait_initial_s=0.05))
-cext = pytest.mark.skipif(not mysql.connector.HAVE_CEXT, reason="mysql-connector's C extension does not load here")
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +69,8 @@ def test_every_transport_connects_with_the_pure_protocol(sim, tls):
 READ_WITHOUT_CEXT = """
 import dataclasses, datetime as dt, json, sys
 sys.modules["_mysql_connector"] = None          # the C extension cannot load in this Python
-sys.path.insert(0, {root!r})
 import mysql.connector
+sys.path.insert(0, {root!r})
 from jobs.collector import protocol_implementation, read_server, RunContext
 from jobs.server_spec import ReadSettings, ServerSpec, TlsOptions
 ctx = RunContext("t", dt.date(2026, 1, 1), ReadSettings(server_deadline_s=10))
@@ -101,63 +99,3 @@ def test_a_python_without_the_c_extension_reads_a_server(sim):
     uuid = got["v974"][1]
     assert uuid and got["v974"] == ["ok", uuid, []] and got["v974-no-tls-section"] == ["ok", uuid, []]
     assert got["v5651-tls-enabled"] == ["failed", None, ["tls_unavailable"]]
-
-
-# --- why not the C extension: what it does where it loads (skipped where it does not) ----------
-
-def _c_connection(spec, **kwargs):
-    return mysql.connector.connect(host=spec.host, port=spec.port, user=spec.user, connection_timeout=5,
-                                   use_pure=False, autocommit=True, **kwargs)
-
-
-@cext
-def test_cext_with_verify_cert_sends_the_password_to_a_server_without_tls(sim):
-    """ssl_ca + ssl_verify_cert, the production settings: the C extension answers a 5.6 greeting
-    that offers no TLS in plain text (the wrong password reaches the server: 1045) and reads it
-    unencrypted, where the collector refuses before any credential (tls_unavailable)."""
-    inventory, ca = sim
-    with pytest.raises(mysql.connector.Error) as refused:
-        _c_connection(inventory["auth5651"], password="wrong", ssl_ca=ca, ssl_verify_cert=True)
-    assert refused.value.errno == 1045
-    spec = inventory["v5651"]
-    cnx = _c_connection(spec, password=resolve_password(spec).reveal(), ssl_ca=ca, ssl_verify_cert=True)
-    try:
-        assert cnx._cmysql.get_ssl_cipher() is None
-    finally:
-        cnx.close()
-    [row] = read_server(dataclasses.replace(inventory["auth5651"], tls=TlsOptions(ca_file=ca)), CTX).errors
-    assert row["error_class"] == "tls_unavailable"
-
-
-@cext
-def test_cext_read_timeout_cannot_change_after_connecting(sim):
-    """Setting read_timeout on a C-extension connection raises: the collector's per-statement
-    deadline (read timeout = min(read_timeout_s, time left)) cannot be kept with it."""
-    inventory, _ = sim
-    spec = inventory["v974"]
-    cnx = _c_connection(spec, password=resolve_password(spec).reveal(), ssl_disabled=True)
-    try:
-        with pytest.raises(mysql.connector.ProgrammingError):
-            cnx.read_timeout = 1
-    finally:
-        cnx.close()
-
-
-@cext
-def test_cext_read_timeout_is_a_lost_connection(sim):
-    """A statement that outlives read_timeout: the pure protocol raises a timeout (class
-    ``timeout``), the C extension error 2013, "Lost connection" (class ``unreachable``)."""
-    inventory, _ = sim
-    spec = dataclasses.replace(inventory["slow974"], read_timeout_s=1)
-    pure = connect(spec, resolve_password(spec))
-    c = _c_connection(spec, password=resolve_password(spec).reveal(), read_timeout=1)
-    try:
-        for cnx, expected in ((pure, "timeout"), (c, "unreachable")):
-            with pytest.raises(mysql.connector.Error) as err:
-                cnx.cursor().execute("SELECT @@GLOBAL.version AS version")
-            assert classify_error(err.value) == expected
-        assert err.value.errno == 2013
-    finally:
-        for cnx in (pure, c):
-            with contextlib.suppress(mysql.connector.Error):
-                cnx.close()
