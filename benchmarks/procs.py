@@ -10,7 +10,11 @@ def children(pid: int) -> list[int]:
     """Every descendant: the children of each thread (the JVM starts Spark's Python workers from
     threads other than its main one)."""
     out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:   # the process may exit while it is walked
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
         try:
             kids = (task / "children").read_text().split()
         except OSError:
