@@ -179,10 +179,9 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         print("busy sources: " + ", ".join(f"{r.source} took {r.transactions} transaction(s) during the run"
                                             for r in written))
         report = write_fleet_report(audit_config, run_id)
-        print(f"Delta tables written under {warehouse.resolve()} "
-              f"(runs, servers, channels, binary_logs, relay_log_tail, collection_errors, findings, "
-              f"alerts, failover_readiness, report_pairs, report_servers, report_clusters, uuid_registry, "
-              f"run_summary); demo took {time.monotonic() - started:.0f} s.")
+        tables = sorted(p.name for p in warehouse.iterdir() if (p / "_delta_log").is_dir())
+        print(f"Delta tables written under {warehouse.resolve()} ({', '.join(tables)}); "
+              f"demo took {time.monotonic() - started:.0f} s.")
         if report is not None:
             print(f"fleet report (open it in a browser): {report}")
         exe = _command_name()
