@@ -1,14 +1,16 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Everything lives in a .venv inside the checkout; MySQL is unpacked into ~/.cache/gtid-audit
 # ($GTID_AUDIT_CACHE overrides it; see jobs/sandbox/installer.py), and so are Delta's jars
-# (`make jars`: the delta-spark jars matching the installed pyspark, see jobs/delta_jars.py).
+# (`make jars`: the delta-spark jars matching the installed pyspark, see jobs/delta_jars.py), and
+# so is the Airflow that loads and runs deploy/airflow's DAG in the tests (`make airflow`: its own
+# virtualenv, never .venv, pinned by deploy/airflow/constraints-3.11.txt, see tests/fixtures/airflow.py).
 PYTHON ?= python3
 DIST   ?= dist
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv mysql jars clean dist bench
+.PHONY: demo test venv mysql jars airflow clean dist bench
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,11 +27,15 @@ mysql: $(STAMP)
 jars: $(STAMP)
 	$(PY) -m jobs.delta_jars install
 
+# Airflow and its Spark provider in <cache>/airflow-venv/, once (about 1.5 min); then offline, 0.4 s
+airflow: $(STAMP)
+	$(PY) -m tests.fixtures.airflow install
+
 demo: mysql jars
 	$(VENV)/bin/gtid-audit demo
 
 # pytest's exit code is make's: 5 (no tests collected) fails like any other failure
-test: mysql jars
+test: mysql jars airflow
 	$(PY) -m pytest
 
 bench: mysql jars

@@ -1,9 +1,11 @@
 """Process measurements shared by the benchmark scripts (Linux /proc only)."""
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
-__all__ = ["children", "rss_and_cmdline"]
+__all__ = ["children", "ignores_sigchld", "rss_and_cmdline", "thread_cpu"]
 
 
 def children(pid: int) -> list[int]:
@@ -34,3 +36,36 @@ def rss_and_cmdline(pid: int) -> tuple[int, str]:
         return 0, ""
     kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
     return kb * 1024, cmd
+
+
+def thread_cpu(pid: int, prefixes: tuple[str, ...]) -> dict[int, float]:
+    """CPU seconds (utime + stime) of each thread of ``pid`` whose name (``comm``, at most 15
+    characters: ``C2 CompilerThre``) starts with one of ``prefixes``: tid -> seconds; {} once
+    the process has exited."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    try:   # threads come and go while they are walked
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            raw = (task / "stat").read_text()
+        except OSError:
+            continue
+        name, fields = raw[raw.index("(") + 1:raw.rindex(")")], raw.rsplit(")", 1)[1].split()
+        if name.startswith(prefixes):
+            out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def ignores_sigchld(pid: int) -> bool:
+    """True when ``pid`` ignores SIGCHLD (``SigIgn`` in /proc/<pid>/status): the kernel then reaps
+    its children itself, and their CPU never reaches its cutime + cstime. Spark's Python daemon
+    (``pyspark/daemon.py``) does that with the workers it forks. False once it has exited."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigIgn:")), 0)
+    return bool(mask >> (signal.SIGCHLD - 1) & 1)

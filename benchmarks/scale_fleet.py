@@ -31,9 +31,10 @@ report); ``start`` is what comes before the first collection phase (JVM start, s
 configuration, inventory, and on later nights planning from the previous tables until a phase
 begins by the job's count). For each: wall time, the job's own seconds and servers, client CPU
 seconds by process (utime + stime from /proc/<pid>/stat of the job's process tree at the phase
-marks: driver, JVM, Python workers, other) and per server of the fleet, and per reachable
-server the statements, COM_PINGs, handshake round trips, round trips and connections the
-simulator served in it (its counters are snapshotted at each mark: `Simulator.snapshot`).
+marks: driver, JVM with the part of its JIT compiler threads, Python workers, other) and per
+server of the fleet, and per reachable server the statements, COM_PINGs, handshake round
+trips, round trips and connections the simulator served in it (its counters are snapshotted at
+each mark: `Simulator.snapshot`).
 
 Usage: python benchmarks/scale_fleet.py --servers 1000 [--nights 2] [--processes 2] [--latency 1-3]
        [--concurrency N] [--per-task-concurrency N] [--seed 1] [--keep DIR]
@@ -53,7 +54,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from procs import children, rss_and_cmdline  # benchmarks/procs.py, beside this script
+from procs import children, ignores_sigchld, rss_and_cmdline, thread_cpu  # benchmarks/procs.py, beside this script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -66,6 +67,9 @@ from jobs.sandbox.sim.server import Latency  # noqa: E402
 #: phase (probe, read, reread); older versions of the job print none.
 PHASE_LINE = re.compile(r"collect phase=(\S+) servers=(\d+) seconds=([0-9.]+)")
 ROLES = ("driver", "jvm", "workers", "other")
+#: The JVM's JIT compiler threads (HotSpot names them ``C1 CompilerThreadN`` / ``C2 CompilerThreadN``):
+#: their CPU is shown apart as ``jit``, a part of ``jvm``, not a role of its own.
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -115,13 +119,21 @@ class TreeCpu:
     reaped by the JVM is still worker CPU), a process seen at one sample and gone at the next
     keeps its last sampled CPU, and that much is taken from its parent's role if the parent is
     still there (it reaped it); only what it used after its last sample counts for the parent.
-    One whose parent has gone too was reaped outside the tree: its last sample stays. The
-    driver's reaped children count as ``other``."""
+    One whose parent has gone too was reaped outside the tree, and one whose parent ignores
+    SIGCHLD was reaped by the kernel (Spark's Python daemon and its workers): its last sample
+    stays, and nothing is taken from the parent, whose cutime never gets it. The driver's
+    reaped children count as ``other``.
+
+    ``jit`` (not a role: a part of ``jvm``) is the CPU of the JVM's JIT compiler threads; a
+    compiler thread that exits (HotSpot starts and stops them as the compile queue grows and
+    shrinks) keeps its last sampled CPU."""
 
     def __init__(self, root: int):
         self.root = root
         self.seen: dict[int, tuple[str, int, float]] = {}   # pid -> (role, parent pid, CPU s)
         self.moved = dict.fromkeys(ROLES, 0.0)
+        self.jit_seen: dict[tuple[int, int], float] = {}    # (pid, tid) -> CPU s
+        self.jit_gone = 0.0
 
     def sample(self) -> dict[str, float]:
         cpu = dict.fromkeys(ROLES, 0.0)
@@ -130,6 +142,8 @@ class TreeCpu:
         for pid in self.seen.keys() - tree.keys():
             role, ppid, last = self.seen.pop(pid)
             self.moved[role] += last
+            if ignores_sigchld(ppid):
+                continue
             if ppid == self.root and top is not None:
                 self.moved["other"] -= last
             elif ppid in tree:
@@ -140,7 +154,11 @@ class TreeCpu:
         if top is not None:
             cpu["driver"] += top[1]
             cpu["other"] += top[2]
-        return {k: v + self.moved[k] for k, v in cpu.items()}
+        jit = {(pid, tid): used for pid, (role, _, _) in tree.items() if role == "jvm"
+               for tid, used in thread_cpu(pid, JIT_THREADS).items()}
+        self.jit_gone += sum(used for key, used in self.jit_seen.items() if key not in jit)
+        self.jit_seen = jit
+        return {**{k: v + self.moved[k] for k, v in cpu.items()}, "jit": self.jit_gone + sum(jit.values())}
 
 
 @dataclass
@@ -160,7 +178,7 @@ class Phase:
 
     @property
     def cpu_total(self) -> float:
-        return sum(self.cpu.values())
+        return sum(self.cpu[k] for k in ROLES)
 
 
 def round_trips(wire: dict[str, int]) -> int:
@@ -221,7 +239,7 @@ class Meter:
     def _close(self, name: str, now: tuple, collection: bool, job_servers: int | None,
                job_seconds: float | None) -> None:
         t0, cpu0, wire0, sim0 = self._last
-        cpu = {k: now[1][k] - cpu0[k] for k in ROLES}
+        cpu = {k: now[1][k] - cpu0[k] for k in (*ROLES, "jit")}
         wire = {k: v - wire0.get(k, 0) for k, v in now[2].items()}
         self.phases.append(Phase(name, now[0] - t0, cpu, wire, now[3] - sim0, collection, job_servers, job_seconds))
         peaks = self.by_phase.setdefault(name, {"driver": 0, "jvm": 0, "workers": 0})
@@ -436,17 +454,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{phase}: driver {mb(v['driver'])}, JVM {mb(v['jvm'])}, Python workers {mb(v['workers'])}"
             for phase, v in x.meter.by_phase.items() if phase != "exit"))
     print()
-    print("| night | phase | servers (job) | wall | job's seconds | client CPU: driver | JVM | Python workers | "
-          "other | total | client CPU/server | Python workers CPU/server | statements/server | "
+    print("| night | phase | servers (job) | wall | job's seconds | client CPU: driver | JVM | of it JIT | "
+          "Python workers | other | total | client CPU/server | Python workers CPU/server | statements/server | "
           "COM_PING/server | handshake round trips/server | round trips/server | connections/server | "
           "simulator CPU |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     cell = lambda v: "-" if v is None else f"{v:.1f} s"  # noqa: E731
     for x in nights:
         for ph in x.meter.phases:
             w = ph.wire
             print(f"| {x.number} | {ph.name} | {'-' if ph.job_servers is None else f'{ph.job_servers:,}'} | "
                   f"{ph.wall:.1f} s | {cell(ph.job_seconds)} | {cell(ph.cpu['driver'])} | {cell(ph.cpu['jvm'])} | "
+                  f"{cell(ph.cpu['jit'])} | "
                   f"{cell(ph.cpu['workers'])} | {cell(ph.cpu['other'])} | {ph.cpu_total:.1f} s | "
                   f"{ms(ph.cpu_total)} | {ms(ph.cpu['workers'])} | "
                   f"{per(w.get('statements', 0))} | {per(w.get('pings', 0))} | "

@@ -99,7 +99,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from gtid_core.checks import CheckInfo, read_order, replica_executed, split_errant
+from gtid_core.checks.catalogue import CheckInfo
+from gtid_core.checks.divergence import split_errant
+from gtid_core.checks.pair import read_order, replica_executed
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import (
@@ -852,9 +854,9 @@ def _finding(check_id: str, server: str, title: str, detail: str, *, source: str
                    remediation=remediation if remediation is not None else info.remediation)
 
 
-#: The default severity of each finding a failover reason can follow from (gtid_core/checks.py's
-#: registry says the same; errant_transactions is critical only when the read order confirms it,
-#: which is the only case a reason names it).
+#: The default severity of each finding a failover reason can follow from (the registry in
+#: gtid_core/checks/catalogue.py says the same; errant_transactions is critical only when the read
+#: order confirms it, which is the only case a reason names it).
 _CAUSE_SEVERITY = {
     "replication_receiver_error": Severity.CRITICAL,
     "replication_applier_error": Severity.CRITICAL,

@@ -83,7 +83,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
 from gtid_core._gtid_text import normalize_uuid
-from gtid_core.checks import CheckInfo
+from gtid_core.checks.catalogue import CheckInfo
 from gtid_core.errors import SnapshotError
 from gtid_core.findings import Finding, Severity
 from gtid_core.gtid_set import GtidSet

@@ -3,7 +3,7 @@
 One simulation per pair: :func:`reconnect_outcome` computes the set the replica announces and
 everything the source's dump thread decides about it, once; the checks ``replica_has_more_gtids``,
 ``source_purged_required_gtids``, ``silent_purged_gap`` and ``replica_near_purge_horizon`` only
-read that :class:`ReconnectOutcome` (gtid_core/checks.py), so they cannot drift apart.
+read that :class:`ReconnectOutcome` (gtid_core/checks/on_reconnect.py), so they cannot drift apart.
 
 Mirrors the source's dump thread, per release line (sources cited in gtid_core/versions.py and
 docs/checks.md, "Version rules"):

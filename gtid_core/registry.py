@@ -1,14 +1,15 @@
 """The one registry of every check the audit knows: what ``gtid-audit explain`` prints, what a
 silence may name, what the README's generated table lists.
 
-``gtid_core.checks.CHECKS`` holds the pure checks over snapshots and the job-level checks (scope
-``job``: what the job reports from collection and source resolution); ``gtid_core.failover``
-holds the failover-readiness checks and ``gtid_core.identity`` the duplicate-identity check.
+``gtid_core.checks.CHECKS`` (gtid_core/checks/catalogue.py) holds the pure checks over snapshots
+and the job-level checks (scope ``job``: what the job reports from collection and source
+resolution); ``gtid_core.failover`` holds the failover-readiness checks and ``gtid_core.identity``
+the duplicate-identity check.
 :data:`REGISTRY` is their union, one :class:`~gtid_core.checks.CheckInfo` per check id.
 """
 from __future__ import annotations
 
-from gtid_core.checks import CHECKS, CheckInfo
+from gtid_core.checks.catalogue import CHECKS, CheckInfo
 from gtid_core.failover import FAILOVER_CHECKS
 from gtid_core.identity import IDENTITY_CHECKS
 

@@ -172,6 +172,53 @@ def source_frame(snapshots_df, channels_df, relay_df, owners_df=None):
             .select("source_snapshot", "pairs"))
 
 
+_GROUP_FIELDS = ("group_name", "view_change_uuid", "single_primary_mode", "member_weight", "member_state",
+                 "member_role", "applier_received_transaction_set")
+_VIEW_FIELDS = ("member_id", "member_state", "member_role", "member_version")
+
+
+def group_frame(snapshots_df, group_df, members_df, channels_df):
+    """One row per replication group read tonight (Group Replication): ``group_name`` and
+    ``members``, each a readable member's snapshot (with its binary logs), its group settings and
+    state (``group_replication``), its view (``group_members`` rows it reported), the
+    Retrieved_Gtid_Set of its asynchronous channels and its asynchronous ``replicas`` (channel
+    and replica snapshot, as in :func:`source_frame`). A row holds one group's members (a groupBy
+    on the group name): a group has at most nine."""
+    from pyspark.sql import functions as F
+
+    view = members_df.groupBy("server").agg(F.collect_list(F.struct(*_VIEW_FIELDS)).alias("view"))
+    retrieved = (channels_df.where(F.col("retrieved_gtid_set").isNotNull() & (F.col("retrieved_gtid_set") != ""))
+                 .groupBy("server").agg(F.collect_list("retrieved_gtid_set").alias("async_retrieved")))
+    rep_cols = [c for c in snapshots_df.columns if c != "binary_logs"]
+    wanted = [c for c in audit_tasks._CHANNEL_COLUMNS if c in channels_df.columns]
+    replicas = (channels_df.where(F.col("source_server").isNotNull())
+                .select(F.col("server").alias("_rep"), "source_server", F.struct(*wanted).alias("channel"))
+                .join(snapshots_df.select(F.col("server").alias("_r"), F.struct(*rep_cols).alias("replica")),
+                      F.col("_rep") == F.col("_r"), "inner")
+                .groupBy(F.col("source_server").alias("_src"))
+                .agg(F.collect_list(F.struct("channel", "replica")).alias("replicas")))
+    snap = snapshots_df.select(F.col("server").alias("_m"), F.struct(*snapshots_df.columns).alias("snapshot"))
+    members = (group_df.select("server", *_GROUP_FIELDS)
+               .join(snap, F.col("server") == F.col("_m"), "inner")
+               .join(view, "server", "left").join(retrieved, "server", "left")
+               .join(replicas, F.col("server") == F.col("_src"), "left"))
+    return (members.groupBy(F.lower(F.trim("group_name")).alias("group_key"))
+            .agg(F.collect_list(F.struct("snapshot", *_GROUP_FIELDS, "view", "async_retrieved", "replicas"))
+                 .alias("members"))
+            .select(F.col("group_key").alias("group_name"), "members"))
+
+
+def with_group_state(snapshots_df, group_df):
+    """``snapshots_df`` with ``group_member_state``: the server's own MEMBER_STATE when it belongs
+    to a replication group (NULL otherwise). A member's failure is the group's to handle (it
+    elects a member; its asynchronous replicas are repointed, never promoted), so the
+    asynchronous failover model leaves ONLINE and RECOVERING members out."""
+    from pyspark.sql import functions as F
+
+    return snapshots_df.join(group_df.select("server", F.col("member_state").alias("group_member_state")),
+                             "server", "left")
+
+
 def server_frame(snapshots_df, previous_df):
     """One row per readable server: ``snapshot`` and ``previous`` (NULL without a previous run)."""
     from pyspark.sql import functions as F
@@ -291,12 +338,23 @@ def report_input_frames(servers_df, channels_df, horizon_df, readiness_df, findi
     return pairs, report_servers, clusters
 
 
+def report_group_frame(group_df, *, run_id: str, run_date):
+    """``report_groups``: one row per group member of the run (``group_replication`` rows)."""
+    from pyspark.sql import functions as F
+
+    return group_df.select(F.lit(run_id).alias("run_id"), F.lit(run_date).cast("date").alias("run_date"),
+                           "cluster", F.lower(F.trim("group_name")).alias("group_name"), "server",
+                           "member_state", "member_role", "member_version", "member_weight",
+                           "single_primary_mode")
+
+
 def write_report_inputs(spark, warehouse: str, *, run_id: str, run_date, servers_df, channels_df,
-                        sources_df) -> None:
+                        sources_df, group_df=None) -> None:
     """Write the report's input tables of a run (``schemas/report.py``), one commit each, from the
-    run's ``servers`` and ``channels``, :func:`source_frame` (the purge horizons are computed on
-    the executors by :func:`jobs.audit_tasks.purge_horizon_batches`) and the already written
-    ``findings`` and ``failover_readiness`` of the run (read back, not recomputed)."""
+    run's ``servers``, ``channels`` and ``group_replication`` (``group_df``; None: no group),
+    :func:`source_frame` (the purge horizons are computed on the executors by
+    :func:`jobs.audit_tasks.purge_horizon_batches`) and the already written ``findings`` and
+    ``failover_readiness`` of the run (read back, not recomputed)."""
     from jobs.delta_io import write_run_frame
     from schemas.report import REPORT_TABLES
 
@@ -304,7 +362,9 @@ def write_report_inputs(spark, warehouse: str, *, run_id: str, run_date, servers
     frames = report_input_frames(servers_df, channels_df, horizon,
                                  _read_or_empty(spark, warehouse, "failover_readiness", run_id),
                                  _read_or_empty(spark, warehouse, "findings", run_id), run_id=run_id, run_date=run_date)
-    for schema, frame in zip(REPORT_TABLES, frames):
+    frames = (*frames, report_group_frame(group_df if group_df is not None else _empty(spark, "group_replication"),
+                                          run_id=run_id, run_date=run_date))
+    for schema, frame in zip(REPORT_TABLES, frames, strict=True):
         write_run_frame(spark, schema, frame, warehouse=warehouse, run_id=run_id)
 
 
@@ -641,6 +701,14 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     def table(name: str, rid: str | None = run_id):
         return read_frame(spark, warehouse, name, rid, run_dates.get(rid))
 
+    def table_or_empty(name: str):
+        """A table of this run, or no rows where a warehouse written before the table existed
+        lacks it (``group_replication`` and ``group_members`` came with issue #22)."""
+        try:
+            return table(name)
+        except TableNotFoundError:
+            return _empty(spark, name)
+
     servers, channels = table("servers"), table("channels")
     errors, binlogs, relay = table("collection_errors"), table("binary_logs"), table("relay_log_tail")
     registry = merged_registry_frame(_read_or_empty(spark, warehouse, "uuid_registry"), servers,
@@ -652,7 +720,8 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         log.warning("silence %s expired on %s (%s): it no longer applies", s.id, s.expires, s.reason)
     rules_b = sc.broadcast(rules_of(active))
 
-    snaps = snapshot_frame(servers, binlogs).persist(StorageLevel.MEMORY_AND_DISK)
+    group_rows, group_views = table_or_empty("group_replication"), table_or_empty("group_members")
+    snaps = with_group_state(snapshot_frame(servers, binlogs), group_rows).persist(StorageLevel.MEMORY_AND_DISK)
     previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
                       if previous_run_id else None)
     # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
@@ -669,8 +738,13 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     if not groups.converged:
         log.warning("replication groups did not converge in %d rounds: server_id is compared within the "
                     "groups found so far (a shared server_id may be missed, none is invented)", groups.rounds)
+    replication_groups = group_frame(snaps, group_rows, group_views, channels).persist(StorageLevel.MEMORY_AND_DISK)
+    group_findings = replication_groups.mapInArrow(audit_tasks.group_batches, _raw_spark_schema())
+    readiness = readiness.unionByName(replication_groups.mapInArrow(
+        functools.partial(audit_tasks.group_failover_batches, run_id=run_id, run_date=run_date),
+        FAILOVER_READINESS.to_spark()))
     raw = (pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
-           .unionByName(identity_frame(snaps, channels, groups.frame)))
+           .unionByName(identity_frame(snaps, channels, groups.frame)).unionByName(group_findings))
     current = (raw.groupBy("finding_key").agg(F.collect_list(F.struct(*RAW_FINDING_COLUMNS)).alias("rows"))
                .mapInArrow(functools.partial(audit_tasks.finalize_batches, rules=rules_b),
                            _raw_spark_schema(FINAL_FINDING_COLUMNS))
@@ -689,7 +763,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         write_run_frame(spark, ALERTS, alerts_df, warehouse=warehouse, run_id=run_id, run_date=run_date)
         write_run_frame(spark, FAILOVER_READINESS, readiness, warehouse=warehouse, run_id=run_id, run_date=run_date)
         write_report_inputs(spark, warehouse, run_id=run_id, run_date=run_date, servers_df=servers,
-                            channels_df=channels, sources_df=sources)
+                            channels_df=channels, sources_df=sources, group_df=group_rows)
         overwrite_frame(spark, UUID_REGISTRY, registry, warehouse=warehouse)
         pairs_audited = (channels.where(F.col("source_server").isNotNull())
                          .join(snaps.select(F.col("server").alias("_r")), F.col("server") == F.col("_r"))
@@ -700,7 +774,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         for df in (joined, current):
             df.unpersist()
         groups.unpersist()
-        for df in (sources, snaps, registry):
+        for df in (sources, snaps, registry, replication_groups):
             df.unpersist()
         rules_b.destroy()
 

@@ -473,9 +473,12 @@ def history_batches(batches: Iterator[Any], *, run_id: str, run_date: Any, outpu
 def _failover_model(source: Any, src: Mapping[str, Any], pairs: Sequence[Mapping[str, Any]], cache: Any):
     """The failover model of one source (gtid_core.failover), or None when a replica's snapshot
     cannot be built (those pairs get snapshot_invalid from the pair checks)."""
+    from gtid_core.checks.group import IN_GROUP_STATES
     from gtid_core.errors import GtidCoreError
     from gtid_core.failover import FailoverReplica, model_failover
 
+    if src.get("group_member_state") in IN_GROUP_STATES:
+        return None  # the group elects a member: jobs.audit.with_group_state, group_failover_batches
     try:
         replicas = [FailoverReplica(cache.get(p["replica"]), channel_snapshot(p["channel"]),
                                     other_channels_gtids=_other_channels_gtids(p, p["channel"].get("channel_name") or ""))
@@ -581,6 +584,99 @@ def purge_horizon_batches(batches: Iterator[Any]) -> Iterator[Any]:
                                 "source": src["server"], **row})
             if out:
                 yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def group_member(row: Mapping[str, Any]):
+    """A ``GroupMember`` from one member of a :func:`jobs.audit.group_frame` row."""
+    from gtid_core import GtidSet
+    from gtid_core.checks.group import GroupMember, ViewMember
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.versions import MySQLVersion
+
+    def version(text: str | None):
+        try:
+            return MySQLVersion.parse(text) if text else None
+        except GtidCoreError:
+            return None
+
+    retrieved = GtidSet.EMPTY
+    for text in row.get("async_retrieved") or ():
+        retrieved = retrieved | GtidSet.parse(text)
+    received = row.get("applier_received_transaction_set")
+    view = tuple(ViewMember(v["member_id"] or "", v.get("member_state"), v.get("member_role"),
+                            version(v.get("member_version"))) for v in row.get("view") or ())
+    return GroupMember(snapshot=server_snapshot(row["snapshot"]), group_name=row["group_name"],
+                       state=row.get("member_state"), role=row.get("member_role"),
+                       weight=row.get("member_weight"), single_primary=row.get("single_primary_mode"),
+                       view_change_uuid=row.get("view_change_uuid"),
+                       applier_received=GtidSet.parse(received) if received is not None else None,
+                       async_retrieved=retrieved, view=view)
+
+
+def _group(members: Sequence[Mapping[str, Any]]):
+    """(members, asynchronous replicas by member name, invalid rows, cluster by server) of one
+    :func:`jobs.audit.group_frame` row. A member or replica whose snapshot does not parse is left
+    out (reported as snapshot_invalid): the group's checks see it as not read."""
+    from gtid_core.checks.group import AsyncReplica
+
+    parsed, replicas, invalid, cluster = [], {}, [], {}
+    for row in members:
+        snap = row["snapshot"]
+        cluster[snap["server"]] = snap.get("cluster")
+        try:
+            parsed.append(group_member(row))
+        except Exception as exc:  # noqa: BLE001 -- bad input is a finding, never a failed task
+            invalid.append(_invalid(snap, exc))
+            continue
+        for pair in row.get("replicas") or ():
+            rep = pair["replica"]
+            cluster[rep["server"]] = rep.get("cluster")
+            try:
+                replicas.setdefault(snap["server"], []).append(
+                    AsyncReplica(server_snapshot(rep), channel_snapshot(pair["channel"])))
+            except Exception:  # noqa: BLE001 -- the pair checks report this replica's snapshot_invalid
+                continue
+    return parsed, replicas, invalid, cluster
+
+
+def group_findings(members: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Findings rows of one replication group (``members`` of a :func:`jobs.audit.group_frame` row)."""
+    from gtid_core.checks.group import run_group_checks
+
+    parsed, replicas, out, cluster = _group(members)
+    out.extend(_finding_to_row(f, cluster.get(f.server)) for f in run_group_checks(parsed, replicas))
+    return out
+
+
+def group_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body over ``jobs.audit.group_frame``: one row per replication group, the
+    group checks' findings out."""
+    import pyarrow as pa
+
+    schema = _raw_arrow_schema()
+    for batch in batches:
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            out.extend(group_findings(r["members"] or []))
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def group_failover_batches(batches: Iterator[Any], *, run_id: str, run_date: Any) -> Iterator[Any]:
+    """mapInArrow body over ``jobs.audit.group_frame``: the ``failover_readiness`` rows of each
+    single-primary group (gtid_core.checks.group.group_failover_rows)."""
+    import pyarrow as pa
+
+    from gtid_core.checks.group import group_failover_rows
+
+    schema = _arrow_schema("failover_readiness")
+    for batch in batches:
+        out: list[dict[str, Any]] = []
+        for r in batch.to_pylist():
+            parsed, replicas, _invalid_rows, cluster = _group(r["members"] or [])
+            primary = next((m.name for m in parsed if m.role == "PRIMARY"), None)
+            out.extend(group_failover_rows(parsed, replicas, run_id=run_id, run_date=run_date,
+                                           cluster=cluster.get(primary)))
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
 
 
 def identity_batches(batches: Iterator[Any]) -> Iterator[Any]:

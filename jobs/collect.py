@@ -34,7 +34,8 @@ from jobs.config import ConfigError, GtidAuditConfig, exposed_secret_files, load
 from jobs.delta_io import WRITER, write_run_frame, write_run_rows
 from jobs.read_plan import Probe, plan_read_order
 from jobs.server_spec import ServerSpec
-from schemas.collection import BINARY_LOGS, CHANNELS, COLLECTION_ERRORS, RELAY_LOG_TAIL, RUNS, SERVERS
+from schemas.collection import (BINARY_LOGS, CHANNELS, COLLECTION_ERRORS, GROUP_MEMBERS, GROUP_REPLICATION,
+                                RELAY_LOG_TAIL, RUNS, SERVERS)
 
 __all__ = ["CollectSummary", "new_run_id", "run_collect", "probe_inventory", "discover",
            "package_version", "plain_text_warning", "register"]
@@ -42,7 +43,7 @@ __all__ = ["CollectSummary", "new_run_id", "run_collect", "probe_inventory", "di
 log = logging.getLogger("gtid_audit.collect")
 
 #: The per-run tables the read stage fills, in write order (``runs`` is written after them).
-READ_TABLES = (SERVERS, CHANNELS, BINARY_LOGS, RELAY_LOG_TAIL, COLLECTION_ERRORS)
+READ_TABLES = (SERVERS, CHANNELS, BINARY_LOGS, RELAY_LOG_TAIL, GROUP_REPLICATION, GROUP_MEMBERS, COLLECTION_ERRORS)
 #: Collection errors written to the job's log (the table has them all).
 LOGGED_ERRORS = 20
 #: Server names one warning line lists (the rest are counted).

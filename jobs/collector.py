@@ -227,6 +227,7 @@ class Dialect:
     has_connection_status: bool    # performance_schema.replication_connection_status (5.7.2+)
     has_applier_configuration_assign: bool  # ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS (8.0.23+)
     variables: tuple[tuple[str, str], ...]  # (column name in the servers table, server variable)
+    has_group_replication: bool = False     # the plugin and its performance_schema tables (5.7.17+)
 
 
 def dialect_for(version: MySQLVersion) -> Dialect:
@@ -265,7 +266,25 @@ def dialect_for(version: MySQLVersion) -> Dialect:
         has_connection_status=v >= (5, 7, 2),
         has_applier_configuration_assign=v >= (8, 0, 23),
         variables=tuple(variables),
+        has_group_replication=v >= (5, 7, 17),
     )
+
+
+#: The variables SELECT asks for the group name through performance_schema, where a server
+#: without the plugin answers NULL instead of ER_UNKNOWN_SYSTEM_VARIABLE: one more column, no
+#: more round trips for the servers that are not group members.
+GROUP_NAME_ITEM = ("(SELECT VARIABLE_VALUE FROM performance_schema.global_variables "
+                   "WHERE VARIABLE_NAME = 'group_replication_group_name') AS `group_replication_group_name`")
+
+#: The group settings read from a group member (absent ones are simply not returned).
+GROUP_VARIABLES: dict[str, tuple[str, str]] = {
+    "group_replication_view_change_uuid": ("view_change_uuid", "text"),
+    "group_replication_single_primary_mode": ("single_primary_mode", "bool"),
+    "group_replication_enforce_update_everywhere_checks": ("enforce_update_everywhere_checks", "bool"),
+    "group_replication_member_weight": ("member_weight", "int"),
+    "group_replication_consistency": ("consistency", "text"),
+}
+GROUP_CHANNELS = ("group_replication_applier", "group_replication_recovery")
 
 
 # --- value conversion (raw server values; NULL stays NULL) ---------------------------------------
@@ -392,12 +411,14 @@ class ServerResult:
     binary_logs: list[dict[str, Any]] = field(default_factory=list)
     reused_headers: list[dict[str, Any]] = field(default_factory=list)   # binary_logs rows, header not read
     relay_log_tail: list[dict[str, Any]] = field(default_factory=list)
+    group_replication: list[dict[str, Any]] = field(default_factory=list)   # at most one row
+    group_members: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     encrypted: bool | None = None     # the connection was TLS (None: no connection)
 
     def rows(self) -> Iterable[tuple[str, dict[str, Any]]]:
         yield "servers", self.server
-        for name in ("channels", "binary_logs", "relay_log_tail"):
+        for name in ("channels", "binary_logs", "relay_log_tail", "group_replication", "group_members"):
             for row in getattr(self, name):
                 yield name, row
         for row in self.reused_headers:
@@ -800,30 +821,40 @@ class ServerReader:
             version = MySQLVersion.of(8, 4, 0)  # read on with today's statements; errors become rows
         dialect = dialect_for(version)
         server["status"] = "ok"
-        self._read_variables(dialect)
+        group_name = self._read_variables(dialect)
         self._read_binlog_status(dialect)
-        channels = self._read_channels(dialect)
+        channels, group_channels = self._read_channels(dialect, group_member=bool(group_name))
+        if group_name:
+            self._read_group(group_name, group_channels)
         self._read_binary_logs(dialect)
         for channel in channels:
             self._read_relay_tail(dialect, channel)
         if self.statement_failed:
             server["status"] = "partial"
 
-    def _read_variables(self, dialect: Dialect) -> None:
+    def _read_variables(self, dialect: Dialect) -> str | None:
+        """Read the @@GLOBAL variables of the ``servers`` row in one SELECT; return the server's
+        group_replication_group_name when it has one (read in the same SELECT)."""
         server = self.result.server
         variables = list(dialect.variables)
-        for _attempt in range(len(variables)):
-            sql = "SELECT " + ", ".join(f"@@GLOBAL.{var} AS `{col}`" for col, var in variables)
+        group_item = dialect.has_group_replication
+        for _attempt in range(len(variables) + 1):
+            items = [f"@@GLOBAL.{var} AS `{col}`" for col, var in variables] + ([GROUP_NAME_ITEM] if group_item else [])
+            sql = "SELECT " + ", ".join(items)
             rows, at = self.query(sql, quiet_errnos=frozenset({ER_UNKNOWN_SYSTEM_VARIABLE}))
             if rows is not None:
                 break
             # A variable this build lacks (forks, removed options): drop it and read the rest.
             missing = self._unknown_variable()
             if missing is None:
-                return
+                if group_item and self.statement_failed:
+                    # the group item is the only part that is not a plain @@GLOBAL: read on without it
+                    group_item = False
+                    continue
+                return None
             variables = [(c, v) for c, v in variables if v != missing]
         else:
-            return
+            return None
         row = rows[0]
         server["gtid_read_at"] = at
         kinds = {"server_id": "int", "reported_port": "int", "sync_binlog": "int",
@@ -839,6 +870,7 @@ class ServerReader:
             self.error(ErrorClass.GTID_MODE_OFF,
                        f"gtid_mode is {mode!r}: GTID checks cannot be trusted on this server "
                        "(it is still collected)", statement=sql)
+        return _text(row.get("group_replication_group_name")) or None if group_item else None
 
     def _unknown_variable(self) -> str | None:
         """Which variable the server rejected (ER_UNKNOWN_SYSTEM_VARIABLE names it)."""
@@ -870,20 +902,23 @@ class ServerReader:
                    source_uuid_mismatch=res.uuid_mismatch,
                    source_candidates=",".join(res.candidates) or None)
 
-    def _read_channels(self, dialect: Dialect) -> list[dict[str, Any]]:
+    def _read_channels(self, dialect: Dialect, *, group_member: bool = False
+                       ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        """The ``channels`` rows, and the receiver rows of the group channels (which SHOW REPLICA
+        STATUS does not list) when the server is a group member."""
         st = dialect.replica_status
         rows, at = self.query(st)
         if rows is None:
-            return []
+            return [], {}
         self.result.server["channel_count"] = len(rows)
         receiver: dict[str, dict[str, Any]] = {}
         receiver_at = None
         applier: dict[str, dict[str, Any]] = {}
-        if rows and dialect.has_connection_status:
+        if (rows or group_member) and dialect.has_connection_status:
             ps_rows, receiver_at = self.query("SELECT * FROM performance_schema.replication_connection_status")
             for r in ps_rows or []:
                 receiver[_text(r.get("CHANNEL_NAME")) or ""] = r
-            if dialect.has_applier_configuration_assign:
+            if rows and dialect.has_applier_configuration_assign:
                 ap_rows, _ = self.query("SELECT CHANNEL_NAME, ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, "
                                         "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE "
                                         "FROM performance_schema.replication_applier_configuration")
@@ -941,7 +976,71 @@ class ServerReader:
                 row["assign_gtids_to_anonymous_transactions_value"] = _text(ap.get("ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE"))
             out.append(row)
         self.result.channels.extend(out)
-        return out
+        return out, {name: {**r, "_read_at": receiver_at} for name, r in receiver.items() if name in GROUP_CHANNELS}
+
+    def _read_group(self, group_name: str, group_channels: Mapping[str, Mapping[str, Any]]) -> None:
+        """The ``group_replication`` row and the ``group_members`` rows of a group member:
+        replication_group_members (the view as this server sees it), replication_group_member_stats
+        (every member's row from 8.0.2, its own before), the group settings, and the group
+        channels' receiver state. Columns are taken by name, so a version without some of them
+        stores NULL (5.7 has no MEMBER_ROLE/MEMBER_VERSION, 8.0 before 8.0.27 no
+        MEMBER_COMMUNICATION_STACK)."""
+        members_sql = "SELECT * FROM performance_schema.replication_group_members"
+        members, members_at = self.query(members_sql)
+        stats_sql = "SELECT * FROM performance_schema.replication_group_member_stats"
+        stats, _ = self.query(stats_sql)
+        names = ", ".join(f"'{v}'" for v in GROUP_VARIABLES)
+        vars_sql = ("SELECT VARIABLE_NAME, VARIABLE_VALUE FROM performance_schema.global_variables "
+                    f"WHERE VARIABLE_NAME IN ({names})")
+        settings, _ = self.query(vars_sql)
+        me = (self.result.server.get("server_uuid") or "").lower()
+        by_member = {(_text(r.get("MEMBER_ID")) or "").lower(): r for r in stats or []}
+        row: dict[str, Any] = {**self.base, "read_at": members_at, "group_name": group_name,
+                               "members_in_view": len(members) if members is not None else None}
+        for r in settings or []:
+            col, kind = GROUP_VARIABLES.get((_text(r.get("VARIABLE_NAME")) or "").lower(), (None, None))
+            if col:
+                row[col] = self.convert(r.get("VARIABLE_VALUE"), kind, f"@@GLOBAL.{r['VARIABLE_NAME']}", vars_sql)
+        for m in members or []:
+            member_id = _text(m.get("MEMBER_ID")) or ""
+            c = lambda col, kind="text": self.convert(m.get(col), kind, col, members_sql)  # noqa: E731
+            st = by_member.get(member_id.lower(), {})
+            g = lambda col: self.convert(st.get(col), "int", col, stats_sql)  # noqa: E731
+            member = {
+                **self.base, "read_at": members_at, "group_name": group_name, "member_id": member_id,
+                "member_host": c("MEMBER_HOST"), "member_port": c("MEMBER_PORT", "int"),
+                "member_state": c("MEMBER_STATE"), "member_role": c("MEMBER_ROLE") or None,
+                "member_version": c("MEMBER_VERSION") or None,
+                "member_communication_stack": c("MEMBER_COMMUNICATION_STACK") or None,
+                "view_id": _text(st.get("VIEW_ID")) or None,
+                "transactions_in_queue": g("COUNT_TRANSACTIONS_IN_QUEUE"),
+                "transactions_checked": g("COUNT_TRANSACTIONS_CHECKED"),
+                "conflicts_detected": g("COUNT_CONFLICTS_DETECTED"),
+                "transactions_rows_validating": g("COUNT_TRANSACTIONS_ROWS_VALIDATING"),
+                "transactions_committed_all_members": _text(st.get("TRANSACTIONS_COMMITTED_ALL_MEMBERS")),
+                "last_conflict_free_transaction": _text(st.get("LAST_CONFLICT_FREE_TRANSACTION")),
+                "transactions_remote_in_applier_queue": g("COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE"),
+                "transactions_remote_applied": g("COUNT_TRANSACTIONS_REMOTE_APPLIED"),
+                "transactions_local_proposed": g("COUNT_TRANSACTIONS_LOCAL_PROPOSED"),
+                "transactions_local_rollback": g("COUNT_TRANSACTIONS_LOCAL_ROLLBACK"),
+            }
+            self.result.group_members.append(member)
+            if member_id.lower() == me:
+                row.update(member_state=member["member_state"], member_role=member["member_role"],
+                           member_version=member["member_version"])
+        ps = "SELECT * FROM performance_schema.replication_connection_status"
+        for channel, prefix in (("group_replication_applier", "applier"), ("group_replication_recovery", "recovery")):
+            rec = group_channels.get(channel)
+            if rec is None:
+                continue
+            g = lambda col, kind="text": self.convert(rec.get(col), kind, col, ps, channel)  # noqa: E731
+            row[f"{prefix}_service_state"] = g("SERVICE_STATE")
+            row[f"{prefix}_last_error_number"] = g("LAST_ERROR_NUMBER", "int")
+            row[f"{prefix}_last_error_message"] = redacted_error(g("LAST_ERROR_MESSAGE")) or None
+            if prefix == "applier":
+                row["applier_received_transaction_set"] = g("RECEIVED_TRANSACTION_SET")
+                self.check_gtid_text(row["applier_received_transaction_set"], "RECEIVED_TRANSACTION_SET", ps, channel)
+        self.result.group_replication.append(row)
 
     def _read_binary_logs(self, dialect: Dialect) -> None:
         server = self.result.server

@@ -338,6 +338,7 @@ class AuditSettings(_Frozen):
 DEFAULT_RETENTION_DAYS: dict[str, int | None] = {
     "binary_logs": 30, "relay_log_tail": 14,        # bulk detail the checks read for one night only
     "servers": 400, "channels": 400, "collection_errors": 400, "failover_readiness": 400,
+    "group_replication": 400, "group_members": 400,
     "findings": None, "alerts": None, "run_summary": None, "runs": None,  # history: kept
 }
 
@@ -347,6 +348,7 @@ DEFAULT_ZORDER: dict[str, tuple[str, ...]] = {
     "findings": ("check_id", "cluster", "server"),
     "alerts": ("check_id", "cluster", "server"),
     "servers": ("cluster", "server"), "channels": ("cluster", "server"),
+    "group_replication": ("cluster", "server"), "group_members": ("cluster", "server"),
     "binary_logs": ("server",), "relay_log_tail": ("server", "channel_name"),
     "collection_errors": ("server",), "failover_readiness": ("cluster", "source"),
 }

@@ -127,6 +127,8 @@ class RunTables:
     #: report_servers and report_pairs rows of the clusters the page draws
     servers: Sequence[Mapping[str, Any]] = ()
     pairs: Sequence[Mapping[str, Any]] = ()
+    #: report_groups rows (Group Replication members) of the clusters the page draws
+    groups: Sequence[Mapping[str, Any]] = ()
     #: the healthy clusters: how many, their servers, and the first HEALTHY_LISTED (name, servers), riskiest first
     healthy_count: int = 0
     healthy_servers: int = 0
@@ -268,7 +270,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     history = summaries[max(0, position + 1 - trend_runs):position + 1]
     previous_run_id = summaries[position - 1]["run_id"] if position > 0 else None
 
-    step("report_clusters", remaining=7 + len(history) - 1 + (2 if previous_run_id else 0))
+    step("report_clusters", remaining=8 + len(history) - 1 + (2 if previous_run_id else 0))
     clusters = _scan(warehouse, "report_clusters", run_id, storage_options)
     if clusters is None:
         raise ReportError(f"run {run_id!r} has no report tables (report_clusters is missing): audit it again "
@@ -299,6 +301,9 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     step("report_pairs")
     pairs = _rows_of(_scan(warehouse, "report_pairs", run_id, storage_options,
                            where=_is_in("cluster", drawn))) or []
+    step("report_groups")   # absent in a warehouse audited before issue #22: no group drawn
+    groups = _rows_of(_scan(warehouse, "report_groups", run_id, storage_options,
+                            where=_is_in("cluster", drawn))) or []
     step("purge horizon")
     horizon, horizon_total = _top(
         _scan(warehouse, "report_pairs", run_id, storage_options, columns=_HORIZON_COLUMNS,
@@ -342,7 +347,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
             previous_horizon[(r["replica"], r["channel"])] = r
     return RunTables(
         run_id=run_id, summary=by_id[run_id], risky_clusters=risky, findings=findings, servers=servers,
-        pairs=pairs, healthy_count=healthy_count, healthy_servers=healthy_servers, healthy_listed=[(name, n) for _, name, n in healthy],
+        pairs=pairs, groups=groups, healthy_count=healthy_count, healthy_servers=healthy_servers, healthy_listed=[(name, n) for _, name, n in healthy],
         servers_total=total, servers_failed=failed, servers_partial=partial, previous_run_id=previous_run_id,
         still_open=still_open, history=history, errant_history=errant_history, failover=failover,
         horizon=horizon, horizon_total=horizon_total, previous_horizon=previous_horizon,
@@ -461,6 +466,9 @@ class Cluster:
     risk: int = 0
     servers: list[str] = field(default_factory=list)
     pairs: list[Pair] = field(default_factory=list)
+    #: replication groups (Group Replication) among its servers: group name -> members
+    #: (report_groups rows), drawn as one box each
+    groups: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
 
     @property
     def healthy(self) -> bool:
@@ -553,6 +561,10 @@ def build_model(data: RunTables) -> Model:
         c = clusters.get(pair.cluster)
         if c is not None:
             c.pairs.append(pair)
+    for member in sorted(data.groups, key=lambda m: (m["group_name"], m.get("member_role") != "PRIMARY", m["server"])):
+        c = clusters.get(member.get("cluster") or NO_CLUSTER)
+        if c is not None and member["server"] in c.servers:
+            c.groups.setdefault(member["group_name"], []).append(member)
 
     loud = [f for f in open_rows if not f.get("silenced")]
     counts = {s: sum(1 for f in loud if f["severity"] == s) for s in SEVERITIES}
@@ -625,7 +637,9 @@ def cluster_graph(cluster: Cluster, model: Model):
             delayed.setdefault(pair.replica, []).append(
                 (f"channel {pair.channel} " if pair.channel else "") + f"delayed {pair.delay_s:,} s")
 
-    def node(name: str, external: bool) -> None:
+    member_of = {m["server"]: m for members in cluster.groups.values() for m in members}
+
+    def node(name: str, external: bool, graph=None) -> None:
         if name in drawn:
             return
         drawn.add(name)
@@ -642,12 +656,23 @@ def cluster_graph(cluster: Cluster, model: Model):
             label += f"\n[{model.server_cluster.get(name, '?')}]"
         elif name in delayed:
             label += "\n(" + ", ".join(sorted(delayed[name])) + ")"
+        member = member_of.get(name)
+        if member is not None:
+            label += "\n" + _member_words(member)
         lines = [f"{name}: {_STATE_WORDS[state]}"] + [_finding_line(f) for f in model.server_findings.get(name, [])]
-        g.node(name, label=label, color=COLOURS[state], fillcolor=_FILL[state],
+        (graph if graph is not None else g).node(name, label=label, color=COLOURS[state], fillcolor=_FILL[state],
                style="rounded,filled,dashed" if external else "rounded,filled",
                id=_element_id("server", cluster.name, name), tooltip="\n".join(lines),
                **{"class": f"server state-{state}"})
 
+    for i, (group_name, members) in enumerate(sorted(cluster.groups.items())):
+        mode = "single-primary" if members[0].get("single_primary_mode") else (
+            "multi-primary" if members[0].get("single_primary_mode") is False else "mode unknown")
+        with g.subgraph(name=f"cluster_group_{i}") as box:
+            box.attr(label=f"group {group_name[:8]}… ({mode})", style="rounded,dashed", color="#6b7280",
+                     fontname="Helvetica", fontsize="10", tooltip=f"replication group {group_name}")
+            for m in members:
+                node(m["server"], external=False, graph=box)
     for name in cluster.servers:
         node(name, external=False)
     for pair in sorted(cluster.pairs, key=lambda p: (p.replica, p.channel)):
@@ -660,6 +685,15 @@ def cluster_graph(cluster: Cluster, model: Model):
         g.edge(source, pair.replica, label=pair.channel, color=COLOURS[pair.state], fontcolor=COLOURS[pair.state],
                id=pair.element_id, tooltip="\n".join(lines), **{"class": f"pair state-{pair.state}"})
     return g
+
+
+def _member_words(member: Mapping[str, Any]) -> str:
+    """A group member's role and state as its box says them: ``PRIMARY``, ``SECONDARY``, or its
+    state when it is not ONLINE (``OFFLINE``, ``ERROR``, ``RECOVERING``)."""
+    state, role = member.get("member_state"), member.get("member_role")
+    if state == "ONLINE":
+        return role or "ONLINE"
+    return state or "state unknown"
 
 
 def draw_graphs(clusters: Sequence[Cluster], model: Model) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The six tables written by ``gtid-audit collect``.
+"""The tables written by ``gtid-audit collect``.
 
 Every value read from a server is stored as the server returned it: GTID sets as the server's
 text (not re-canonicalised), NULL stays NULL, text columns hold the raw text. Integers and
@@ -10,7 +10,7 @@ from __future__ import annotations
 from schemas.base import Column, LogicalType as L, TableSchema, register, run_columns, server_columns
 
 __all__ = ["RUNS", "SERVERS", "CHANNELS", "BINARY_LOGS", "RELAY_LOG_TAIL", "COLLECTION_ERRORS",
-           "COLLECTION_TABLES"]
+           "GROUP_REPLICATION", "GROUP_MEMBERS", "COLLECTION_TABLES"]
 
 C = Column
 
@@ -235,4 +235,78 @@ COLLECTION_ERRORS = register(TableSchema(
     ),
 ))
 
-COLLECTION_TABLES = (RUNS, SERVERS, CHANNELS, BINARY_LOGS, RELAY_LOG_TAIL, COLLECTION_ERRORS)
+GROUP_REPLICATION = register(TableSchema(
+    name="group_replication",
+    version=1,
+    description="One row per server read that belongs to a replication group (Group Replication "
+                "loaded and group_replication_group_name set, whether or not it runs): its group "
+                "settings, its own state in its own view, and its group channels' receiver state.",
+    key=("run_id", "server"),
+    columns=server_columns() + (
+        C("group_name", L.STRING, False,
+          "@@GLOBAL.group_replication_group_name: the group's identity and the UUID of its GTIDs"),
+        C("view_change_uuid", L.STRING, True,
+          "@@GLOBAL.group_replication_view_change_uuid (8.0.26+): AUTOMATIC or the UUID of the "
+          "view-change GTIDs; NULL where the variable does not exist"),
+        C("single_primary_mode", L.BOOL, True, "@@GLOBAL.group_replication_single_primary_mode"),
+        C("enforce_update_everywhere_checks", L.BOOL, True,
+          "@@GLOBAL.group_replication_enforce_update_everywhere_checks"),
+        C("member_weight", L.INT64, True,
+          "@@GLOBAL.group_replication_member_weight (5.7.20+): its rank in a primary election"),
+        C("consistency", L.STRING, True, "@@GLOBAL.group_replication_consistency (8.0.14+)"),
+        C("member_state", L.STRING, True,
+          "MEMBER_STATE of this server in its own replication_group_members (ONLINE, RECOVERING, "
+          "OFFLINE, ERROR, UNREACHABLE); NULL when the table does not list it"),
+        C("member_role", L.STRING, True, "MEMBER_ROLE of this server (8.0.2+): PRIMARY or SECONDARY"),
+        C("member_version", L.STRING, True, "MEMBER_VERSION of this server (8.0.2+)"),
+        C("members_in_view", L.INT32, True, "rows of this server's replication_group_members"),
+        C("applier_service_state", L.STRING, True,
+          "SERVICE_STATE of channel group_replication_applier (replication_connection_status)"),
+        C("applier_received_transaction_set", L.STRING, True,
+          "RECEIVED_TRANSACTION_SET of group_replication_applier: the certified transactions this "
+          "member has queued (what distributed recovery counts with gtid_executed)"),
+        C("applier_last_error_number", L.INT64, True, "LAST_ERROR_NUMBER of group_replication_applier"),
+        C("applier_last_error_message", L.STRING, True,
+          "LAST_ERROR_MESSAGE of group_replication_applier (row values redacted)"),
+        C("recovery_service_state", L.STRING, True, "SERVICE_STATE of channel group_replication_recovery"),
+        C("recovery_last_error_number", L.INT64, True, "LAST_ERROR_NUMBER of group_replication_recovery"),
+        C("recovery_last_error_message", L.STRING, True,
+          "LAST_ERROR_MESSAGE of group_replication_recovery (row values redacted)"),
+    ),
+))
+
+GROUP_MEMBERS = register(TableSchema(
+    name="group_members",
+    version=1,
+    description="One row per member of a replication group as one member read sees it: "
+                "performance_schema.replication_group_members, with the member's row of "
+                "replication_group_member_stats when that server has one.",
+    key=("run_id", "server", "member_id"),
+    columns=server_columns() + (
+        C("group_name", L.STRING, False, "group_replication_group_name of the server that was read"),
+        C("member_id", L.STRING, False, "MEMBER_ID: the member's server_uuid ('' before the group starts)"),
+        C("member_host", L.STRING, True, "MEMBER_HOST"),
+        C("member_port", L.INT32, True, "MEMBER_PORT"),
+        C("member_state", L.STRING, True, "MEMBER_STATE as this server sees it"),
+        C("member_role", L.STRING, True, "MEMBER_ROLE (8.0.2+)"),
+        C("member_version", L.STRING, True, "MEMBER_VERSION (8.0.2+)"),
+        C("member_communication_stack", L.STRING, True, "MEMBER_COMMUNICATION_STACK (8.0.27+)"),
+        C("view_id", L.STRING, True, "VIEW_ID of the stats row"),
+        C("transactions_in_queue", L.INT64, True,
+          "COUNT_TRANSACTIONS_IN_QUEUE: waiting for certification"),
+        C("transactions_checked", L.INT64, True, "COUNT_TRANSACTIONS_CHECKED"),
+        C("conflicts_detected", L.INT64, True, "COUNT_CONFLICTS_DETECTED"),
+        C("transactions_rows_validating", L.INT64, True, "COUNT_TRANSACTIONS_ROWS_VALIDATING"),
+        C("transactions_committed_all_members", L.STRING, True,
+          "TRANSACTIONS_COMMITTED_ALL_MEMBERS, server text (updated periodically)"),
+        C("last_conflict_free_transaction", L.STRING, True, "LAST_CONFLICT_FREE_TRANSACTION"),
+        C("transactions_remote_in_applier_queue", L.INT64, True,
+          "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE (8.0.2+): certified, not yet applied"),
+        C("transactions_remote_applied", L.INT64, True, "COUNT_TRANSACTIONS_REMOTE_APPLIED (8.0.2+)"),
+        C("transactions_local_proposed", L.INT64, True, "COUNT_TRANSACTIONS_LOCAL_PROPOSED (8.0.2+)"),
+        C("transactions_local_rollback", L.INT64, True, "COUNT_TRANSACTIONS_LOCAL_ROLLBACK (8.0.2+)"),
+    ),
+))
+
+COLLECTION_TABLES = (RUNS, SERVERS, CHANNELS, BINARY_LOGS, RELAY_LOG_TAIL, COLLECTION_ERRORS,
+                     GROUP_REPLICATION, GROUP_MEMBERS)

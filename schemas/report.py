@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from schemas.base import Column, LogicalType as L, TableSchema, register, run_columns
 
-__all__ = ["REPORT_PAIRS", "REPORT_SERVERS", "REPORT_CLUSTERS", "REPORT_TABLES"]
+__all__ = ["REPORT_PAIRS", "REPORT_SERVERS", "REPORT_CLUSTERS", "REPORT_GROUPS", "REPORT_TABLES"]
 
 C = Column
 
@@ -81,4 +81,22 @@ REPORT_CLUSTERS = register(TableSchema(
     ),
 ))
 
-REPORT_TABLES = (REPORT_PAIRS, REPORT_SERVERS, REPORT_CLUSTERS)
+REPORT_GROUPS = register(TableSchema(
+    name="report_groups",
+    version=1,
+    description="One row per replication group member read in the run (Group Replication): the group the "
+                "report draws it in, its state and role in its own view.",
+    key=("run_id", "server"),
+    columns=run_columns() + (
+        C("cluster", L.STRING, True, "cluster label of the member; NULL when not set"),
+        C("group_name", L.STRING, False, "group_replication_group_name, lower case"),
+        C("server", L.STRING, False, "the member (inventory name)"),
+        C("member_state", L.STRING, True, "its MEMBER_STATE in its own view (ONLINE, RECOVERING, OFFLINE, ERROR)"),
+        C("member_role", L.STRING, True, "PRIMARY or SECONDARY (8.0.2+)"),
+        C("member_version", L.STRING, True, "MEMBER_VERSION (8.0.2+)"),
+        C("member_weight", L.INT64, True, "group_replication_member_weight"),
+        C("single_primary_mode", L.BOOL, True, "group_replication_single_primary_mode"),
+    ),
+))
+
+REPORT_TABLES = (REPORT_PAIRS, REPORT_SERVERS, REPORT_CLUSTERS, REPORT_GROUPS)

@@ -11,13 +11,20 @@
     channels:
       - {replica: orders-r1, source: orders-src}        # channel '' (the default channel)
       - {replica: billing-r1, source: orders-src, channel: orders}
+    groups:                                             # Group Replication (single-primary
+      - {name: gr1, members: [gr1-a, gr1-b, gr1-c],     # unless mode: multi-primary); the
+         weights: {gr1-b: 70}}                          # first member bootstraps it
     schema:                                             # SQL run on these servers before
       orders-src: ["CREATE DATABASE orders", ...]       # any replica attaches
 
 ``Fleet.up(topology, workdir)`` starts every server, creates the ``repl`` and least-privilege
 ``audit`` accounts (``sql_log_bin=0``: accounts never become GTIDs), runs the initial SQL,
-configures each channel with ``SOURCE_AUTO_POSITION=1``, and waits until every replica's
-``gtid_executed`` contains its sources' (``GTID_SUBSET`` computed by the replica). A failed ``up``
+forms each group (the group's members load ``group_replication.so`` and talk through mysqld's
+own loopback listener, ``group_replication_communication_stack=MYSQL``: XCom's own port would
+listen on every interface; the first member bootstraps, the others join one by one and must
+reach ONLINE), configures each channel with ``SOURCE_AUTO_POSITION=1``, and waits until every
+replica's ``gtid_executed`` contains its sources' (``GTID_SUBSET`` computed by the replica) and
+every group member holds its primary's. A failed ``up``
 stops whatever it started. The state (pids, ports, passwords) is saved to
 ``workdir/sandbox-state.json`` (mode 0600) so ``Fleet.attach(workdir)`` works from another
 process; ``fleet.down()`` stops exactly the recorded pids.
@@ -31,6 +38,7 @@ import re
 import secrets
 import shutil
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -41,9 +49,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from jobs.sandbox.accounts import AUDIT_USER, REPL_USER, audit_grant_statements, repl_grant_statements
 from jobs.sandbox.errors import FleetError, FleetNotFoundError, SandboxError, TopologyError
 from jobs.sandbox.installer import MySQLDist, ensure_mysql
-from jobs.sandbox.server import HOST, SandboxServer, ServerTls
+from jobs.sandbox.server import HOST, SandboxServer, ServerTls, free_port
 
-__all__ = ["Topology", "ServerSpec", "ChannelSpec", "Fleet", "STATE_FILE", "AUDIT_PASSWORD_FILE",
+__all__ = ["Topology", "ServerSpec", "ChannelSpec", "GroupSpec", "Fleet", "STATE_FILE", "AUDIT_PASSWORD_FILE",
            "STANDARD_TOPOLOGY"]
 
 #: The standard six-server fleet of the demo and the tests (shipped inside the package, so
@@ -112,6 +120,44 @@ class ChannelSpec(BaseModel):
         return value
 
 
+class GroupSpec(BaseModel):
+    """One replication group: ``members`` (the first bootstraps it and is the first primary in
+    single-primary mode), ``mode``, optional ``group_replication_member_weight`` per member, and
+    ``group_name`` (the UUID of the group's GTIDs; a new one per ``up`` when not given)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    members: tuple[str, ...] = Field(min_length=1)
+    mode: Literal["single-primary", "multi-primary"] = "single-primary"
+    weights: dict[str, int] = Field(default_factory=dict)
+    group_name: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"group name {value!r} must be a letter then letters, digits, '-' or '_' (max 32)")
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: dict[str, int]) -> dict[str, int]:
+        for member, weight in value.items():
+            if not 0 <= weight <= 100:
+                raise ValueError(f"weight of {member!r} must be 0-100 (group_replication_member_weight), got {weight}")
+        return value
+
+    @field_validator("group_name")
+    @classmethod
+    def _group_name(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                return str(uuid.UUID(value))
+            except ValueError:
+                raise ValueError(f"group_name {value!r} must be a UUID") from None
+        return value
+
+
 class Topology(BaseModel):
     """A validated fleet layout (see the module docstring for the YAML shape)."""
 
@@ -119,6 +165,7 @@ class Topology(BaseModel):
     name: str = "sandbox"
     servers: tuple[ServerSpec, ...] = Field(min_length=1)
     channels: tuple[ChannelSpec, ...] = ()
+    groups: tuple[GroupSpec, ...] = ()
     schema_sql: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="schema")
 
     @model_validator(mode="after")
@@ -143,6 +190,21 @@ class Topology(BaseModel):
                 if spec.gtid_mode != "ON":
                     raise ValueError(f"channels[{i}].{role}: {spec.name!r} has gtid_mode {spec.gtid_mode!r}; "
                                      "SOURCE_AUTO_POSITION=1 needs gtid_mode ON")
+        grouped: dict[str, str] = {}
+        for i, group in enumerate(self.groups):
+            for member in (*group.members, *group.weights):
+                if member not in by_name:
+                    raise ValueError(f"groups[{i}]: unknown server {member!r}")
+            for member in group.members:
+                if member in grouped:
+                    raise ValueError(f"groups[{i}]: {member!r} is already a member of group {grouped[member]!r}")
+                grouped[member] = group.name
+                if by_name[member].gtid_mode != "ON":
+                    raise ValueError(f"groups[{i}]: {member!r} has gtid_mode {by_name[member].gtid_mode!r}; "
+                                     "Group Replication needs gtid_mode ON")
+        group_names = [g.name for g in self.groups]
+        if len(set(group_names)) != len(group_names):
+            raise ValueError(f"groups: duplicate group names {group_names!r}")
         for server in self.schema_sql:
             if server not in by_name:
                 raise ValueError(f"schema.{server}: unknown server {server!r}")
@@ -184,11 +246,22 @@ class Topology(BaseModel):
                 return spec
         raise KeyError(name)
 
+    def group_of(self, name: str) -> GroupSpec | None:
+        """The replication group ``name`` is a member of, if any."""
+        for group in self.groups:
+            if name in group.members:
+                return group
+        return None
+
     def cluster_of(self, name: str) -> str:
-        """The server's cluster: explicit, else its first source's (recursively), else its name."""
+        """The server's cluster: explicit, else its group's name, else its first source's
+        (recursively), else its name."""
         spec = self.server(name)
         if spec.cluster:
             return spec.cluster
+        group = self.group_of(name)
+        if group is not None:
+            return group.name
         for ch in self.channels:
             if ch.replica == name:
                 return self.cluster_of(ch.source)
@@ -240,19 +313,26 @@ class Fleet:
         workdir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(workdir / "servers", ignore_errors=True)
         passwords = {REPL_USER: secrets.token_urlsafe(18), AUDIT_USER: secrets.token_urlsafe(18)}
+        topology = _with_group_names(topology)
+        ports, group_options = _group_options(topology, dist)
         servers = {spec.name: SandboxServer(dist, spec.name, workdir / "servers" / spec.name, i + 1,
-                                            gtid_mode=spec.gtid_mode, options=spec.options, tls=spec.tls)
+                                            gtid_mode=spec.gtid_mode,
+                                            options=group_options.get(spec.name, ()) + spec.options,
+                                            tls=spec.tls, port=ports.get(spec.name))
                    for i, spec in enumerate(topology.servers)}
         fleet = cls(topology, workdir, dist, servers, passwords)
         try:
             fleet._start_all()
             fleet.save()
             fleet._create_accounts()
+            for group in topology.groups:
+                fleet.form_group(group, timeout=timeout)
             for name, statements in topology.schema_sql.items():
                 servers[name].execute(*statements)
             for ch in topology.attach_order():
                 fleet.attach_channel(ch)
             fleet.wait_caught_up(timeout=timeout)
+            fleet.wait_groups_converged(timeout=timeout)
             fleet._write_password_file()
             fleet.save()
         except BaseException:
@@ -310,6 +390,81 @@ class Fleet:
         self.save()
         self._create_accounts([server])
         return server
+
+    # -- groups ----------------------------------------------------------------------------
+    def form_group(self, group: GroupSpec, *, timeout: float = 120.0) -> None:
+        """Bootstrap ``group`` on its first member and join the others one by one, each ONLINE
+        before the next starts. The recovery channel uses the ``repl`` account, which needs
+        GROUP_REPLICATION_STREAM for the MYSQL communication stack (granted with
+        ``sql_log_bin=0``: like every account, it never becomes a GTID)."""
+        for i, name in enumerate(group.members):
+            member = self.servers[name]
+            member.execute("SET SESSION sql_log_bin = 0",
+                           f"GRANT GROUP_REPLICATION_STREAM ON *.* TO '{REPL_USER}'@'%'",
+                           "SET SESSION sql_log_bin = 1",
+                           f"CHANGE REPLICATION SOURCE TO SOURCE_USER='{REPL_USER}', "
+                           f"SOURCE_PASSWORD='{self.passwords[REPL_USER]}' FOR CHANNEL 'group_replication_recovery'")
+            if i == 0:
+                member.execute("SET GLOBAL group_replication_bootstrap_group = ON", "START GROUP_REPLICATION",
+                               "SET GLOBAL group_replication_bootstrap_group = OFF")
+            else:
+                self.start_group_replication(name)
+            self.wait_member_state(name, "ONLINE", timeout=timeout)
+
+    def start_group_replication(self, name: str) -> None:
+        """``START GROUP_REPLICATION`` on ``name`` (returns once the server answers: the member
+        may still be RECOVERING, or refused and in ERROR; see :meth:`member_state`)."""
+        self.servers[name].execute("START GROUP_REPLICATION")
+
+    def member_state(self, name: str) -> str | None:
+        """MEMBER_STATE of ``name`` as it sees itself (ONLINE, RECOVERING, OFFLINE, ERROR, ...)."""
+        return self.servers[name].query_value(
+            "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
+            "WHERE MEMBER_ID = @@GLOBAL.server_uuid")
+
+    def group_primary(self, group: str) -> str | None:
+        """The inventory name of the PRIMARY of ``group`` as its ONLINE members see it."""
+        spec = next(g for g in self.topology.groups if g.name == group)
+        by_uuid = {self.servers[m].server_uuid: m for m in spec.members}
+        for name in spec.members:
+            if self.servers[name].is_running() and self.member_state(name) == "ONLINE":
+                uuid_ = self.servers[name].query_value(
+                    "SELECT MEMBER_ID FROM performance_schema.replication_group_members "
+                    "WHERE MEMBER_ROLE = 'PRIMARY' AND MEMBER_STATE = 'ONLINE'")
+                return by_uuid.get(uuid_)
+        return None
+
+    def wait_member_state(self, name: str, state: str, *, timeout: float = 120.0) -> None:
+        """Wait until ``name`` reports itself in ``state``; fail early when it reaches ERROR."""
+        deadline = time.monotonic() + timeout
+        seen = None
+        while time.monotonic() < deadline:
+            seen = self.member_state(name)
+            if seen == state:
+                return
+            if seen == "ERROR" and state != "ERROR":
+                break
+            time.sleep(0.1)
+        raise FleetError(f"group member {name!r} is {seen!r}, not {state!r} (waited up to {timeout} s); "
+                         f"see {str(self.servers[name].log_error)!r}")
+
+    def wait_groups_converged(self, timeout: float = 120.0) -> None:
+        """Wait until every running ONLINE member of every group holds its primary's (or, in
+        multi-primary mode, every other member's) gtid_executed."""
+        deadline = time.monotonic() + timeout
+        for group in self.topology.groups:
+            while True:
+                online = [m for m in group.members
+                          if self.servers[m].is_running() and self.member_state(m) == "ONLINE"]
+                sets = {m: self.servers[m].gtid_executed() for m in online}
+                behind = [m for m in online
+                          if not all(self.servers[m].query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)",
+                                                                 (other,)) for other in sets.values())]
+                if not behind:
+                    break
+                if time.monotonic() > deadline:
+                    raise FleetError(f"group {group.name!r}: members {behind!r} did not catch up within {timeout} s")
+                time.sleep(0.1)
 
     # -- waiting ---------------------------------------------------------------------------
     def channel_errors(self) -> dict[tuple[str, str], str]:
@@ -491,6 +646,47 @@ class Fleet:
 
     def __exit__(self, *exc: object) -> None:
         self.down()
+
+
+def _with_group_names(topology: Topology) -> Topology:
+    """``topology`` with a fresh ``group_name`` UUID for every group that has none."""
+    if all(g.group_name for g in topology.groups):
+        return topology
+    data = topology.model_dump(by_alias=True, mode="json")
+    for group in data["groups"]:
+        group["group_name"] = group.get("group_name") or str(uuid.uuid4())
+    return Topology.load(data)
+
+
+def _group_options(topology: Topology, dist: MySQLDist) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
+    """Ports fixed in advance for group members (each one's seeds name the others) and their
+    Group Replication options. ``communication_stack=MYSQL``: group traffic goes through mysqld's
+    own 127.0.0.1 listener, so ``local_address`` is the member's own SQL port; XCom's stack would
+    open a port on every interface. The group starts by hand (``start_on_boot=OFF``)."""
+    ports: dict[str, int] = {}
+    options: dict[str, tuple[str, ...]] = {}
+    for group in topology.groups:
+        for member in group.members:
+            ports[member] = free_port()
+        seeds = ",".join(f"{HOST}:{ports[m]}" for m in group.members)
+        single = group.mode == "single-primary"
+        for member in group.members:
+            options[member] = (
+                f"--plugin-dir={dist.basedir / 'lib' / 'mysql' / 'plugin'}",
+                "--plugin-load-add=group_replication.so",
+                f"--group-replication-group-name={group.group_name}",
+                "--group-replication-communication-stack=MYSQL",
+                f"--group-replication-local-address={HOST}:{ports[member]}",
+                f"--group-replication-group-seeds={seeds}",
+                f"--group-replication-ip-allowlist={HOST}/8",
+                "--group-replication-start-on-boot=OFF",
+                "--group-replication-bootstrap-group=OFF",
+                "--group-replication-single-primary-mode=" + ("ON" if single else "OFF"),
+                "--group-replication-enforce-update-everywhere-checks=" + ("OFF" if single else "ON"),
+                f"--group-replication-member-weight={group.weights.get(member, 50)}",
+                "--group-replication-autorejoin-tries=0",
+            )
+    return ports, options
 
 
 def _write_private(path: Path, text: str) -> None:

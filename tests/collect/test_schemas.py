@@ -14,9 +14,10 @@ PER_SERVER = [t for t in COLLECTION_TABLES if t.name != "runs"]
 
 
 def test_collection_tables_are_registered():
-    """The six collection tables are registered under their names."""
+    """The eight collection tables are registered under their names."""
     assert {t.name for t in COLLECTION_TABLES} == {
-        "runs", "servers", "channels", "binary_logs", "relay_log_tail", "collection_errors"}
+        "runs", "servers", "channels", "binary_logs", "relay_log_tail", "collection_errors",
+        "group_replication", "group_members"}
     for t in COLLECTION_TABLES:
         assert all_tables()[t.name] is t and get_table(t.name) is t
 

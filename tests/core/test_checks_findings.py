@@ -73,7 +73,7 @@ def test_registry_entries_are_complete():
     for cid, info in CHECKS.items():
         assert info.check_id == cid
         assert info.title and info.meaning and info.remediation
-        assert info.scope in ("server", "pair", "job")
+        assert info.scope in ("server", "pair", "group", "job")
         assert isinstance(info.default_severity, Severity)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gtid_core.checks import _error_meaning
+from gtid_core.checks.channel import _error_meaning
 from gtid_core.error_text import REDACTED, redacted_error
 
 # Error texts a 9.7.4 replica printed (tests/data/replication_errors_mysql97.json says how).
@@ -94,7 +94,7 @@ def test_no_error_is_kept_as_is(value):
     ("1062-statement-worker", None), ("2003-connect", None)],
     ids=["13114-purged", "1062-statement", "2003-connect"])
 def test_error_meaning_reads_the_stored_text(error_id, meaning):
-    """checks._error_meaning names the same meaning from the stored (redacted) text as from the server's."""
+    """checks.channel._error_meaning names the same meaning from the stored (redacted) text as from the server's."""
     e = GOLDEN[error_id]
     assert _error_meaning(e["errno"], redacted_error(e["text"])) == meaning
     assert _error_meaning(e["errno"], e["text"]) == meaning

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from gtid_core.checks import _error_meaning
+from gtid_core.checks.channel import _error_meaning
 from gtid_core.errors import GtidParseError
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import ReconnectKind, reconnect_outcome

@@ -247,3 +247,28 @@ def test_a_failed_report_never_fails_the_night(tmp_path, from_file, caplog):
     with caplog.at_level("WARNING", logger="gtid_audit.pipeline"):
         assert write_fleet_report(config, "20261102T030000Z-x") is None
     assert "report not written" in caplog.text and "audited" in caplog.text
+
+
+def test_group_members_are_drawn_in_one_box_with_role_and_state():
+    """A replication group's members are one dashed box (subgraph cluster) of the cluster's
+    graph, each labelled with its role (ONLINE) or its state (otherwise); servers outside the
+    group stay outside the box."""
+    from jobs.report import cluster_graph
+
+    servers = [_server("a"), _server("b"), _server("c"), _server("r")]
+    group = "5a8b0122-79c3-4c76-8838-788fb83ad572"
+    members = [{"cluster": "c", "group_name": group, "server": n, "member_state": st, "member_role": role,
+                "member_version": "9.7.4", "member_weight": 50, "single_primary_mode": True}
+               for n, st, role in (("a", "ONLINE", "PRIMARY"), ("b", "ONLINE", "SECONDARY"), ("c", "OFFLINE", None))]
+    data = _tables(servers, [_pair("r", "a", servers=servers)],
+                   [_finding("group_member_errant", "critical", "c")])
+    data = RunTables(**{**data.__dict__, "groups": members})
+    model = build_model(data)
+    [cluster] = model.clusters
+    assert [m["server"] for m in cluster.groups[group]] == ["a", "b", "c"]   # the primary first
+    src = cluster_graph(cluster, model).source
+    start = src.index("subgraph cluster_group_0")
+    box = src[start:src.index("\n\t}", start)]
+    assert "group 5a8b0122… (single-primary)" in box
+    assert 'a [label="a\nPRIMARY"' in box and 'b [label="b\nSECONDARY"' in box and 'c [label="c\nOFFLINE"' in box
+    assert "\tr [" not in box and "\tr [" in src

@@ -24,6 +24,18 @@ TWO = [{"name": "a"}, {"name": "b"}]
     pytest.param({"servers": TWO, "schema": {"c": ["SELECT 1"]}}, r"schema\.c: unknown server 'c'", id="schema-unknown-server"),
     pytest.param({"servers": TWO, "channels": [{"replica": "b", "source": "a", "channel": "no spaces"}]}, r"channels\.0\.channel", id="bad-channel-name"),
     pytest.param({"servers": []}, r"servers", id="no-servers"),
+    pytest.param({"servers": TWO, "groups": [{"name": "g", "members": ["a", "zz"]}]}, r"groups\[0\]: unknown server 'zz'",
+                 id="group-unknown-member"),
+    pytest.param({"servers": TWO, "groups": [{"name": "g", "members": ["a"]}, {"name": "h", "members": ["a", "b"]}]},
+                 r"groups\[1\]: 'a' is already a member of group 'g'", id="member-of-two-groups"),
+    pytest.param({"servers": [{"name": "a", "gtid_mode": "OFF"}, {"name": "b"}], "groups": [{"name": "g", "members": ["a", "b"]}]},
+                 r"groups\[0\]: 'a' has gtid_mode 'OFF'", id="group-member-gtid-off"),
+    pytest.param({"servers": TWO, "groups": [{"name": "g", "members": ["a", "b"], "weights": {"b": 101}}]},
+                 r"groups\.0\.weights", id="weight-out-of-range"),
+    pytest.param({"servers": TWO, "groups": [{"name": "g", "members": ["a", "b"], "group_name": "not-a-uuid"}]},
+                 r"groups\.0\.group_name", id="group-name-not-uuid"),
+    pytest.param({"servers": TWO, "groups": [{"name": "g", "members": ["a"]}, {"name": "g", "members": ["b"]}]},
+                 r"duplicate group names", id="duplicate-group-name"),
 ])
 def test_invalid_topologies_name_the_key(data, key):
     """Each invalid topology raises TopologyError whose message names the offending key."""
@@ -56,3 +68,12 @@ def test_standard_topology_shape():
     assert topology.cluster_of("orders-r3") == "orders"
     order = [c.replica for c in topology.attach_order()]
     assert order.index("orders-r1") < order.index("orders-r3")
+
+
+def test_group_members_take_the_group_as_cluster():
+    """A group member without a cluster label belongs to its group's cluster; an explicit label wins."""
+    topo = Topology.load({"servers": [{"name": "a"}, {"name": "b", "cluster": "other"}, {"name": "r"}],
+                          "groups": [{"name": "g1", "members": ["a", "b"]}],
+                          "channels": [{"replica": "r", "source": "a"}]})
+    assert [topo.cluster_of(n) for n in ("a", "b", "r")] == ["g1", "other", "g1"]
+    assert topo.group_of("a").name == "g1" and topo.group_of("r") is None

@@ -15,6 +15,7 @@ from jobs.sandbox.sim.score import UNSCORED, read_findings, score
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
+GROUP_VERSIONS = ("5.7.44", "8.0.21", "8.0.36")
 COLLECTION = ["refused", "silent", "slow", "auth", "privilege", "garbage", "dropped", "gtid_off"]
 
 
@@ -37,6 +38,12 @@ def audited(spark, tmp_path_factory):
     b.reset_replica("rr843", "8.4.3")
     for fault in COLLECTION:
         b.collection_fault(f"sa-{fault}", "8.0.36", fault)
+    for version in GROUP_VERSIONS:       # Group Replication (issue #22): a healthy group and both faults
+        tag = version.replace(".", "")
+        b.group("gok" + tag, version, lags=[0, 2, 1])
+        b.group_errant("gerr" + tag, version)
+        b.group_unrecoverable("gunr" + tag, version)
+    b.group("gvcu8036", "8.0.36", lags=[0, 3, 0], view_change_uuid=True)   # view changes under their own UUID
     fleet = b.fleet()
     work = tmp_path_factory.mktemp("sim")
     fleet.save(work / "fleet.json")
@@ -145,3 +152,26 @@ def test_whole_fleet_matches_truth(audited):
     assert s.false_positives == set()
     assert s.missed == set()
 
+
+
+@pytest.mark.parametrize("version", GROUP_VERSIONS)
+def test_group_checks_on_old_dialects(audited, version):
+    """A healthy group with lagging secondaries, an OFFLINE member with a local write and an
+    OFFLINE member every donor purged past, on 5.7 and 8.0 dialects: exactly the truth
+    (group_member_errant, group_member_unrecoverable), nothing on the healthy group."""
+    fleet, findings = audited
+    tag = version.replace(".", "")
+    servers = [s.name for s in fleet.servers if s.cluster in ("gok" + tag, "gerr" + tag, "gunr" + tag)]
+    assert len(servers) == 9
+    truth = _truth(fleet, *servers)
+    assert {t[0] for t in truth} == {"group_member_errant", "group_member_unrecoverable"}
+    assert _found(findings, *servers) == truth
+
+
+def test_group_with_a_view_change_uuid_is_silent(audited):
+    """8.0.26+ view changes logged under group_replication_view_change_uuid are the group's, not
+    errant: no finding on a healthy group that sets it."""
+    fleet, findings = audited
+    servers = [s.name for s in fleet.servers if s.cluster == "gvcu8036"]
+    assert len(servers) == 3 and _truth(fleet, *servers) == set()
+    assert _found(findings, *servers) == set()

@@ -11,7 +11,7 @@ import time
 import mysql.connector
 import pytest
 
-from jobs.collector import dialect_for
+from jobs.collector import GROUP_NAME_ITEM, dialect_for
 from gtid_core.versions import MySQLVersion
 from jobs.sandbox.sim import FleetBuilder, Simulator
 from jobs.sandbox.sim.model import PASSWORD
@@ -26,6 +26,10 @@ def _statements(binlog: str, relay: str) -> list[str]:
         "SELECT @@GLOBAL.version AS version",
         f"SELECT {VARIABLES}",
         "SELECT @@GLOBAL.log_slave_updates AS a, @@GLOBAL.slave_parallel_workers AS b",
+        # issue #22: the group name of a server outside any group (no plugin) is NULL
+        f"SELECT @@GLOBAL.version AS version, {GROUP_NAME_ITEM}",
+        "SELECT * FROM performance_schema.replication_group_members",
+        "SELECT * FROM performance_schema.replication_group_member_stats",
         "SELECT @@session.sql_mode",
         "SHOW BINARY LOG STATUS",
         "SHOW REPLICA STATUS",

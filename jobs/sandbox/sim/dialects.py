@@ -32,7 +32,8 @@ Version rules used here (each with the manual page it comes from):
   (https://dev.mysql.com/doc/refman/8.0/en/performance-schema-replication-applier-configuration-table.html).
 * Variables: replica_* names from 8.0.26 with the slave_* names kept as aliases (a real 9.7 still
   answers ``@@GLOBAL.log_slave_updates``) (https://dev.mysql.com/doc/refman/8.0/en/replication-options-replica.html);
-  slave_preserve_commit_order from 5.7.5, super_read_only from 5.7.8; relay_log_info_repository
+  slave_preserve_commit_order from 5.7.5, super_read_only from 5.7.8; slave_parallel_type from 5.7.2
+  (replica_parallel_type from 8.0.26; both removed in 8.3.0); relay_log_info_repository
   and master_info_repository removed in 8.3.0 (https://dev.mysql.com/doc/relnotes/mysql/8.3/en/news-8-3-0.html;
   a real 9.7 answers 1193); enforce_gtid_consistency is a boolean on 5.6 (SELECT gives 1/0) and
   an enum OFF/ON/WARN from 5.7.6 (https://dev.mysql.com/doc/refman/5.7/en/replication-options-gtids.html).
@@ -59,6 +60,37 @@ Version rules used here (each with the manual page it comes from):
   and the source/replica wording. Which milestone first reported 13114 is not recorded: 8.0.0 -
   8.0.10 (never GA) are all given 1236. The 8.0 GA wording before the source/replica terms is not
   recorded either (those rows do not print Last_IO_Error): 8.0.11+ are given the 9.x text.
+* Group Replication (issue #22) from 5.7.17, the first GA release with the plugin
+  (https://dev.mysql.com/doc/refman/5.7/en/group-replication.html); older versions cannot be
+  group members. Its performance_schema tables, as the server source defines them
+  (``storage/perfschema/table_replication_group_members.cc``,
+  ``table_replication_group_member_stats.cc``; the 9.7 wire types were taken from a real 9.7.4
+  group member of the sandbox, ``jobs/sandbox/topologies/groups.yaml``):
+  ``replication_group_members`` has CHANNEL_NAME, MEMBER_ID, MEMBER_HOST, MEMBER_PORT (NULL when
+  0), MEMBER_STATE on 5.7; MEMBER_ROLE and MEMBER_VERSION from 8.0.2 (WL#10958,
+  https://dev.mysql.com/worklog/task/?id=10958); MEMBER_COMMUNICATION_STACK from 8.0.27
+  (https://dev.mysql.com/doc/refman/8.0/en/performance-schema-replication-group-members-table.html).
+  A member whose Group Replication is stopped lists only itself, OFFLINE, with MEMBER_ROLE
+  empty and, in ``plugin/group_replication/src/ps_information.cc`` (``get_group_members_info``)
+  of an 8.0 tree of 2019, MEMBER_VERSION empty too; the 2024 tree of that function (the one that
+  reports MEMBER_COMMUNICATION_STACK) and a real 9.7.4 show the version. Which release changed
+  it is not verified: 8.0.27 is assumed. Its stats row has no VIEW_ID and zero counters (both
+  trees; seen on 9.7.4).
+  ``replication_group_member_stats`` holds only the local member's row on 5.7, without the
+  COUNT_TRANSACTIONS_REMOTE_* / LOCAL_* columns; every member's row and those columns from 8.0.2
+  (https://dev.mysql.com/doc/refman/8.0/en/performance-schema-replication-group-member-stats-table.html).
+  ``performance_schema.global_variables`` exists from 5.7.6 (5.6 answers 1146;
+  https://dev.mysql.com/doc/refman/5.7/en/performance-schema-system-variable-tables.html); a
+  server without the plugin has no ``group_replication_*`` rows there, so a scalar subquery on it
+  gives NULL. Group variables: group_name, single_primary_mode and
+  enforce_update_everywhere_checks from 5.7.17, member_weight from 5.7.20, consistency from
+  8.0.14 (default EVENTUAL, BEFORE_ON_PRIMARY_FAILOVER from 8.4.0), view_change_uuid from
+  8.0.26 (default AUTOMATIC) (https://dev.mysql.com/doc/refman/8.0/en/group-replication-system-variables.html).
+  View changes are logged as transactions (a View_change_log_event with a GTID of the group
+  name, or of view_change_uuid when set) before 8.3.0 (WL#14539,
+  https://dev.mysql.com/worklog/task/?id=14539); a real 9.7.4 group logs none (its binary log
+  after three joins and three writes holds ``group:1-3``, all writes). Which release stopped
+  logging them is not verified here: 8.3.0 is assumed.
 * Errors (https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html): 1064
   ER_PARSE_ERROR (42000), 1193 ER_UNKNOWN_SYSTEM_VARIABLE (HY000), 1146 ER_NO_SUCH_TABLE (42S02),
   1054 ER_BAD_FIELD_ERROR (42S22), 1220 ER_ERROR_WHEN_EXECUTING_COMMAND (HY000), 1227
@@ -213,6 +245,26 @@ APPLIER_CONFIGURATION_8023 = APPLIER_CONFIGURATION_57 + _cols(
     "PRIVILEGE_CHECKS_USER:t REQUIRE_ROW_FORMAT:c REQUIRE_TABLE_PRIMARY_KEY_CHECK:c "
     "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE:c ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE:t")
 
+GLOBAL_VARIABLES = _cols("VARIABLE_NAME:s VARIABLE_VALUE:s")
+GROUP_MEMBERS_57 = _cols("CHANNEL_NAME:c MEMBER_ID:c MEMBER_HOST:c MEMBER_PORT:i MEMBER_STATE:c")
+GROUP_MEMBERS_802 = GROUP_MEMBERS_57 + _cols("MEMBER_ROLE:c MEMBER_VERSION:c")
+GROUP_MEMBERS_8027 = GROUP_MEMBERS_802 + _cols("MEMBER_COMMUNICATION_STACK:c")
+GROUP_MEMBER_STATS_57 = _cols(
+    "CHANNEL_NAME:c VIEW_ID:c MEMBER_ID:c COUNT_TRANSACTIONS_IN_QUEUE:b COUNT_TRANSACTIONS_CHECKED:b "
+    "COUNT_CONFLICTS_DETECTED:b COUNT_TRANSACTIONS_ROWS_VALIDATING:b TRANSACTIONS_COMMITTED_ALL_MEMBERS:t "
+    "LAST_CONFLICT_FREE_TRANSACTION:t")
+GROUP_MEMBER_STATS_802 = GROUP_MEMBER_STATS_57 + _cols(
+    "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE:b COUNT_TRANSACTIONS_REMOTE_APPLIED:b "
+    "COUNT_TRANSACTIONS_LOCAL_PROPOSED:b COUNT_TRANSACTIONS_LOCAL_ROLLBACK:b")
+
+# Group Replication variables a member has: name -> the first version that has it.
+_GROUP_VARIABLES = {
+    "group_replication_group_name": (5, 7, 17), "group_replication_single_primary_mode": (5, 7, 17),
+    "group_replication_enforce_update_everywhere_checks": (5, 7, 17),
+    "group_replication_member_weight": (5, 7, 20), "group_replication_consistency": (8, 0, 14),
+    "group_replication_view_change_uuid": (8, 0, 26),
+}
+
 # System variables: name -> kind ("s" string, "i" integer, "b" boolean: SELECT gives 1/0).
 _VARIABLES_BASE = {
     "version": "s", "version_comment": "s", "hostname": "s", "port": "i", "server_id": "i", "server_uuid": "s",
@@ -239,6 +291,11 @@ class Shape:
     source_fatal_errno: int     # what the receiver reports for a dump refused by its source
     purged_refusal_error: str   # its Last_IO_Error when the source purged GTIDs it needs (sets left out)
     offers_tls: bool            # a default install offers TLS (certificates generated at first start)
+    group_replication: bool = False         # can be a Group Replication member (5.7.17+)
+    group_variables: tuple[str, ...] = ()   # the group_replication_* variables a member has
+    group_stats_all_members: bool = False   # replication_group_member_stats lists every member (8.0.2+)
+    logs_view_changes: bool = False         # a member joining logs a View_change transaction (before 8.3.0)
+    offline_member_version: bool = False    # an OFFLINE member shows its MEMBER_VERSION (8.0.27+, assumed)
 
     def column_type(self, cols: tuple[Col, ...], name: str) -> int:
         for c in cols:
@@ -277,6 +334,12 @@ def shape_for(version: MySQLVersion | str) -> Shape:
         tables["replication_connection_status"] = CONNECTION_STATUS_80 if t >= (8, 0, 2) else CONNECTION_STATUS_57
         tables["replication_applier_configuration"] = (APPLIER_CONFIGURATION_8023 if t >= (8, 0, 23)
                                                        else APPLIER_CONFIGURATION_57)
+    if t >= (5, 7, 6):
+        tables["global_variables"] = GLOBAL_VARIABLES
+    if t >= (5, 7, 17):
+        tables["replication_group_members"] = (GROUP_MEMBERS_8027 if t >= (8, 0, 27) else
+                                               GROUP_MEMBERS_802 if t >= (8, 0, 2) else GROUP_MEMBERS_57)
+        tables["replication_group_member_stats"] = GROUP_MEMBER_STATS_802 if t >= (8, 0, 2) else GROUP_MEMBER_STATS_57
     variables = dict(_VARIABLES_BASE)
     variables["enforce_gtid_consistency"] = "s" if t >= (5, 7, 6) else "b"
     if t >= (5, 7, 5):
@@ -287,10 +350,19 @@ def shape_for(version: MySQLVersion | str) -> Shape:
         variables.update(log_replica_updates="b", replica_parallel_workers="i", replica_preserve_commit_order="b")
     if t < (8, 3, 0):
         variables.update(relay_log_info_repository="s", master_info_repository="s")
+    if (5, 7, 2) <= t < (8, 3, 0):
+        variables["slave_parallel_type"] = "s"
+    if (8, 0, 26) <= t < (8, 3, 0):
+        variables["replica_parallel_type"] = "s"
     return Shape(v, replica_status, binlog_status, replicas, binary_logs, channels=t >= (5, 7, 6),
                  tagged_gtids=t >= (8, 3, 0), tables=tables, variables=variables,
                  # 1236 on the 8.0 milestone tree 4c6353ea (before 8.0.11), 13114 on the 8.0 GA trees
                  # c958ce4a / 1e5f282a and on 8.4 / 9.x (see the module docstring)
                  source_fatal_errno=13114 if t >= (8, 0, 11) else 1236,
                  purged_refusal_error=PURGED_REFUSAL_9X if t >= (8, 0, 11) else PURGED_REFUSAL_OLD,
-                 offers_tls=t >= (5, 7, 28))
+                 offers_tls=t >= (5, 7, 28),
+                 group_replication=t >= (5, 7, 17),
+                 group_variables=tuple(n for n, since in _GROUP_VARIABLES.items() if t >= since),
+                 group_stats_all_members=t >= (8, 0, 2),
+                 logs_view_changes=(5, 7, 17) <= t < (8, 3, 0),
+                 offline_member_version=t >= (8, 0, 27))

@@ -7,6 +7,10 @@ channel (``Retrieved_Gtid_Set``) and applied it (``gtid_executed``). A source's 
 partition its history: the first file's ``Previous_gtids`` is ``gtid_purged`` and each later
 file's is the previous one plus what the file before it holds.
 
+Group Replication members (5.7.17+, :meth:`FleetBuilder.group`) hold the group name's transactions,
+each a little behind the primary at most by what its applier channel has received; a member's
+:class:`SimGroup` is its view of the group, its settings and its applier channel.
+
 Faults are injected by construction, and each writes its truth: the findings
 ``(check_id, server, source, severity)`` the audit must report, as the real server of that
 version would behave (see :data:`SCENARIOS`). Healthy servers are configured so that no check
@@ -29,14 +33,15 @@ from gtid_core import GtidSet
 from gtid_core.versions import MySQLVersion
 from jobs.sandbox.sim.dialects import shape_for
 
-__all__ = ["SimBinlog", "SimChannel", "SimServer", "SimFleet", "Truth", "FleetBuilder", "generate",
-           "COLLECTION_FAULTS", "CONSISTENCY_FAULTS", "DEFAULT_VERSIONS", "PASSWORD"]
+__all__ = ["SimBinlog", "SimChannel", "SimGroup", "SimGroupMember", "SimServer", "SimFleet", "Truth",
+           "FleetBuilder", "generate", "COLLECTION_FAULTS", "CONSISTENCY_FAULTS", "DEFAULT_VERSIONS", "PASSWORD"]
 
 PASSWORD = "sim-audit-password"          # the audit account's password on every simulated server
 DEFAULT_VERSIONS = ("5.6.51", "5.7.44", "8.0.21", "8.0.36", "8.4.3", "9.7.4")
 COLLECTION_FAULTS = ("refused", "silent", "slow", "auth", "privilege", "garbage", "dropped", "gtid_off")
 CONSISTENCY_FAULTS = ("errant", "errant_tagged", "purged_required", "silent_purged_gap", "bug72392",
-                      "reset_replica", "relay_tail")
+                      "reset_replica", "relay_tail", "group_errant", "group_unrecoverable")
+GROUP_SHARE = 0.03     # of the healthy clusters generate() builds on 5.7.17+, the share that are groups
 
 
 @dataclass
@@ -74,6 +79,48 @@ class SimChannel:
 
 
 @dataclass
+class SimGroupMember:
+    """One member as a member's view shows it: its replication_group_members row and its
+    replication_group_member_stats row (every member's from 8.0.2, only the local one's before)."""
+
+    member_id: str
+    host: str
+    port: int
+    state: str                  # ONLINE, RECOVERING, OFFLINE, ERROR, UNREACHABLE
+    role: str                   # PRIMARY / SECONDARY; '' when OFFLINE
+    version: str                # '' when OFFLINE
+    in_queue: int = 0           # waiting for certification
+    checked: int = 0
+    conflicts: int = 0
+    rows_validating: int = 0
+    committed_all_members: str = ""
+    last_conflict_free: str = ""
+    remote_in_applier_queue: int = 0    # certified, not applied yet
+    remote_applied: int = 0
+    local_proposed: int = 0
+    local_rollback: int = 0
+
+
+@dataclass
+class SimGroup:
+    """A server's Group Replication: its settings, its view of the group (only itself, OFFLINE,
+    when Group Replication is stopped), and its group_replication_applier channel."""
+
+    group_name: str
+    view_id: str                         # '' when OFFLINE
+    members: list[SimGroupMember]
+    received: str                        # group_replication_applier's RECEIVED_TRANSACTION_SET
+    last_queued: str = ""
+    running: bool = True                 # group_replication_applier's SERVICE_STATE
+    single_primary: bool = True
+    enforce_update_everywhere_checks: bool = False
+    member_weight: int = 50
+    view_change_uuid: str = "AUTOMATIC"
+    consistency: str = "EVENTUAL"
+    communication_stack: str = "XCom"
+
+
+@dataclass
 class SimServer:
     name: str
     host: str
@@ -90,6 +137,7 @@ class SimServer:
     fault: str | None = None                 # a collection fault (COLLECTION_FAULTS)
     fault_arg: float | None = None           # slow: seconds per statement; dropped: statements before the drop
     password: str = PASSWORD
+    group: SimGroup | None = None            # a Group Replication member (5.7.17+)
 
     @property
     def mysql_version(self) -> MySQLVersion:
@@ -124,6 +172,9 @@ class SimFleet:
         for s in data["servers"]:
             s["binary_logs"] = [SimBinlog(**b) for b in s["binary_logs"]]
             s["channels"] = [SimChannel(**c) for c in s["channels"]]
+            if s.get("group"):
+                g = s["group"]
+                s["group"] = SimGroup(**{**g, "members": [SimGroupMember(**m) for m in g["members"]]})
             servers.append(SimServer(**s))
         return cls(servers, [Truth(**t) for t in data["truth"]], data.get("seed", 0))
 
@@ -403,6 +454,112 @@ class FleetBuilder:
     def standalone(self, name: str, version: str, cluster: str = "standalone") -> SimServer:
         return self.source(name, version, cluster)
 
+    # -- Group Replication (issue #22) ----------------------------------------------------------------
+    def group(self, cluster: str, version: str, members: int = 3, *, lags: list[int] | None = None,
+              view_change_uuid: bool = False, transactions: int | None = None,
+              old_uuids: int | None = None) -> list[SimServer]:
+        """A healthy single-primary group of ``members`` (5.7.17+), all ONLINE, the first the primary.
+
+        The group was seeded from a backup holding ``old_uuids`` earlier sources' transactions
+        (in every member's gtid_purged); then every member joined, each join logging a
+        View_change transaction before 8.3.0 (a GTID of the group name, or of
+        group_replication_view_change_uuid when ``view_change_uuid`` is set on 8.0.26+); then the
+        primary wrote ``transactions`` transactions, which the group certified with the group
+        name as UUID. A secondary ``lags[i]`` transactions behind has them received (its
+        group_replication_applier RECEIVED_TRANSACTION_SET), not yet applied: its applier
+        queue. Each member purged its own binary logs up to a point of its own, at most half of
+        the group's history. Members are named ``<cluster>-g1`` (the primary), ``-g2``, ..."""
+        v = MySQLVersion.parse(version)
+        shape = shape_for(v)
+        if not shape.group_replication:
+            raise ValueError(f"MySQL {version!r} cannot be a Group Replication member (5.7.17+)")
+        rng = self.rng
+        name = self._uuid()
+        vcu = self._uuid() if view_change_uuid and v.triple >= (8, 0, 26) else None
+        k = rng.randrange(0, 6) if old_uuids is None else old_uuids
+        history = _gs(*[_iv(self._uuid(), 1, rng.randrange(5, 5000)) for _ in range(k)])
+        m = transactions or rng.randrange(30, 400)
+        joins = members if shape.logs_view_changes else 0
+        if vcu:
+            views, first, top = _iv(vcu, 1, joins), 1, m
+        else:
+            views, first, top = _iv(name, 1, joins), joins + 1, joins + m
+        certified = views | _iv(name, first, top)
+        if lags is None:
+            lags = [0] + [rng.randrange(0, 4) for _ in range(members - 1)]
+        servers = []
+        for i in range(members):
+            executed = history | (certified - _iv(name, top - lags[i] + 1, top))
+            purge_to = rng.randrange(max(first, top // 4), max(first, top // 2) + 1)
+            purged = history | views | _iv(name, 1, purge_to)
+            variables = {"read_only": 1, "super_read_only": 1} if i else {}
+            servers.append(self._server(f"{cluster}-g{i + 1}", version, cluster, executed, purged,
+                                        self._member_logs(v, purged, executed), **variables))
+        view_id = f"{rng.randrange(10 ** 16, 10 ** 17)}:{members}"
+        for i, server in enumerate(servers):
+            server.group = SimGroup(
+                group_name=name, view_id=view_id, members=[], received=_text(certified),
+                # the primary's own transactions are certified, not queued (a real 9.7.4 primary)
+                last_queued=f"{name}:{top}" if i else "", view_change_uuid=vcu or "AUTOMATIC",
+                consistency="BEFORE_ON_PRIMARY_FAILOVER" if v.triple >= (8, 4, 0) else "EVENTUAL")
+        self._set_views(servers, writes=m)
+        return servers
+
+    def _member_logs(self, v: MySQLVersion, purged: GtidSet, executed: GtidSet) -> list[SimBinlog]:
+        """Two binary logs holding ``executed - purged`` (each interval split in halves)."""
+        rest = executed - purged
+        half = _gs(*[_iv(u, a, a + (b - a) // 2, t) for u, t, a, b in rest])
+        return self._binlogs(v, purged, [half, rest - half], "mysql-bin" if v.triple < (8, 0, 0) else "binlog")
+
+    def _set_views(self, online: list[SimServer], writes: int) -> None:
+        """Every ONLINE member's view: all of ``online`` (the first the primary) with their stats.
+        TRANSACTIONS_COMMITTED_ALL_MEMBERS is what every member has executed; a member's remote
+        applier queue is what it received and has not executed."""
+        committed = GtidSet.parse(online[0].gtid_executed)
+        for server in online[1:]:
+            committed = committed & GtidSet.parse(server.gtid_executed)
+        name = online[0].group.group_name
+        top = self._last_gno(GtidSet.parse(online[0].group.received), name)
+        rows = []
+        for i, server in enumerate(online):
+            queue = (GtidSet.parse(server.group.received) - GtidSet.parse(server.gtid_executed)).count()
+            rows.append(SimGroupMember(
+                member_id=server.server_uuid, host=server.host, port=server.port, state="ONLINE",
+                role="SECONDARY" if i else "PRIMARY", version=server.version, checked=writes,
+                rows_validating=min(writes, 1 + self.rng.randrange(0, 40)), committed_all_members=_text(committed),
+                last_conflict_free=f"{name}:{top}" if top else "",
+                remote_in_applier_queue=queue, remote_applied=writes - queue if i else 0,
+                local_proposed=0 if i else writes))
+        view = online[0].group.view_id
+        for server in online:
+            server.group.view_id = view
+            server.group.members = [dataclasses.replace(r) for r in rows]
+
+    def _new_view(self, online: list[SimServer]) -> None:
+        """The view after a member left: the same group, the view id's counter one higher."""
+        prefix, _, number = online[0].group.view_id.rpartition(":")
+        online[0].group.view_id = f"{prefix}:{int(number) + 1}"
+        self._set_views(online, writes=online[0].group.members[0].checked)
+
+    def _leave(self, member: SimServer, at: int) -> None:
+        """STOP GROUP_REPLICATION on ``member`` when it had the group's transactions up to number
+        ``at``: its view is itself, OFFLINE (no role; its version only from 8.0.27, see
+        :mod:`.dialects`), its applier channel is OFF and keeps what it had received (both as a
+        real 9.7.4 shows them)."""
+        g = member.group
+        name = g.group_name
+        received = GtidSet.parse(g.received)
+        g.received = _text(received - _iv(name, at + 1, 1 << 62))
+        g.last_queued = f"{name}:{at}" if at else ""
+        g.running = False
+        g.view_id = ""
+        version = member.version if shape_for(member.version).offline_member_version else ""
+        g.members = [SimGroupMember(member.server_uuid, member.host, member.port, "OFFLINE", "", version)]
+
+    @staticmethod
+    def _last_gno(s: GtidSet, uuid: str) -> int:
+        return max((b for u, t, a, b in s if u == uuid and t is None), default=0)
+
     # -- consistency faults (each writes its truth) -------------------------------------------------------
     def errant(self, cluster: str, version: str, *, tagged: bool = False, replica_version: str | None = None) -> list[SimServer]:
         """A replica written to directly: its own uuid (tagged on 8.3+) in gtid_executed and its
@@ -550,6 +707,57 @@ class FleetBuilder:
         self.truth_of("replication_stopped", rep.name, src.name, "warning", "relay_tail")
         return [src, rep]
 
+    def group_errant(self, cluster: str, version: str) -> list[SimServer]:
+        """A group of three whose last member stopped Group Replication a few transactions ago and
+        was then written to directly (super_read_only turned off): transactions of its own
+        server_uuid that no ONLINE member has. It still runs, but START GROUP_REPLICATION would
+        refuse it ("This member has more executed transactions than those present in the
+        group"). The ONLINE members purged nothing it lacks. group_member_errant, critical."""
+        servers = self.group(cluster, version, members=3)
+        online, member = servers[:-1], servers[-1]
+        name = member.group.group_name
+        top = self._last_gno(GtidSet.parse(member.group.received), name)
+        # it stopped before the point every ONLINE member has reached (their lag included)
+        at = min(self._last_gno(GtidSet.parse(s.gtid_executed), name) for s in online) - self.rng.randrange(1, 4)
+        executed = GtidSet.parse(member.gtid_executed) - _iv(name, at + 1, top)
+        purged = GtidSet.parse(member.gtid_purged)
+        assert all(GtidSet.parse(s.gtid_purged) <= executed for s in online) and purged <= executed
+        extra = _iv(member.server_uuid, 1, self.rng.randrange(1, 4))
+        member.gtid_executed = _text(executed | extra)
+        member.binary_logs = self._member_logs(member.mysql_version, purged, executed)
+        last = member.binary_logs[-1]
+        last.gtids = _text(GtidSet.parse(last.gtids) | extra)
+        last.size = binlog_size(member.mysql_version, GtidSet.parse(last.previous_gtids), GtidSet.parse(last.gtids))
+        member.variables.update(read_only=0, super_read_only=0)
+        self._leave(member, at)
+        self._new_view(online)
+        self.truth_of("group_member_errant", member.name, None, "critical", "group_errant")
+        return servers
+
+    def group_unrecoverable(self, cluster: str, version: str) -> list[SimServer]:
+        """A group of three whose last member stopped Group Replication long ago: every ONLINE
+        member has since purged transactions it lacks (their gtid_purged is not a subset of its
+        gtid_executed), so distributed recovery from the binary logs cannot bring it back, only a
+        clone. No errant transactions. group_member_unrecoverable, warning."""
+        servers = self.group(cluster, version, members=3)
+        online, member = servers[:-1], servers[-1]
+        g = member.group
+        name = g.group_name
+        certified = GtidSet.parse(g.received)
+        top = self._last_gno(certified, name)
+        horizon = min(self._last_gno(GtidSet.parse(s.gtid_purged), name) for s in online)
+        joins = top - online[0].group.members[0].checked     # View_change GTIDs of the group name
+        at = self.rng.randrange(max(1, joins, horizon // 2), horizon)
+        executed = GtidSet.parse(member.gtid_executed) - _iv(name, at + 1, top)
+        purged = GtidSet.parse(member.gtid_purged) - _iv(name, at // 2 + 1, top)
+        member.gtid_executed, member.gtid_purged = _text(executed), _text(purged)
+        member.binary_logs = self._member_logs(member.mysql_version, purged, executed)
+        assert all(not GtidSet.parse(s.gtid_purged) <= executed for s in online)
+        self._leave(member, at)
+        self._new_view(online)
+        self.truth_of("group_member_unrecoverable", member.name, None, "warning", "group_unrecoverable")
+        return servers
+
     # -- collection faults (on standalone servers) --------------------------------------------------
     def collection_fault(self, name: str, version: str, fault: str) -> SimServer:
         server = self.standalone(name, version, cluster="standalone")
@@ -603,12 +811,16 @@ def _fault_versions(fault: str, versions: tuple[str, ...]) -> str | None:
 
 def generate(n: int, *, seed: int = 1, collection_fault_rate: float = 0.01,
              consistency_fault_rate: float = 0.02, versions: tuple[str, ...] = DEFAULT_VERSIONS,
-             base_port: int | None = None) -> SimFleet:
-    """A fleet of ``n`` simulated servers: clusters (source + replicas, chains, multi-source),
+             base_port: int | None = None, group_share: float = GROUP_SHARE) -> SimFleet:
+    """A fleet of ``n`` simulated servers: clusters (source + replicas, chains, multi-source, and
+    on 5.7.17+ ``group_share`` of the plain clusters as Group Replication groups of three),
     ``collection_fault_rate`` of the servers with a collection fault, and consistency faults on
-    ``consistency_fault_rate`` of them (each fault scenario touches two servers)."""
+    ``consistency_fault_rate`` of them (each fault scenario touches two servers, three for the
+    group faults). The same arguments give the same fleet (ports aside, see FleetBuilder)."""
     b = FleetBuilder(seed, base_port)
     rng = b.rng
+    group_rng = random.Random(seed * 7919 + 22)     # which clusters are groups, apart from the rest
+    group_versions = [v for v in versions if shape_for(v).group_replication] or ["8.0.36"]
     n_coll = round(n * collection_fault_rate)
     n_cons = round(n * consistency_fault_rate / 2)
     i = 0
@@ -617,9 +829,11 @@ def generate(n: int, *, seed: int = 1, collection_fault_rate: float = 0.01,
         b.collection_fault(f"sa{k:05d}-{fault}", rng.choice(versions), fault)
     for k in range(n_cons):
         fault = CONSISTENCY_FAULTS[k % len(CONSISTENCY_FAULTS)]
-        version = _fault_versions(fault, versions) or rng.choice(versions)
+        version = _fault_versions(fault, versions) or ("" if fault.startswith("group_") else rng.choice(versions))
         name = f"f{k:05d}-{fault.replace('_', '')}"
-        if fault in ("errant", "errant_tagged"):
+        if fault.startswith("group_"):
+            getattr(b, fault)(name, rng.choice(group_versions))
+        elif fault in ("errant", "errant_tagged"):
             b.errant(name, version, tagged=fault == "errant_tagged")
         else:
             getattr(b, fault)(name, version)
@@ -635,6 +849,8 @@ def generate(n: int, *, seed: int = 1, collection_fault_rate: float = 0.01,
             b.multi_source(name, version)
         elif left >= 3 and shape < 0.25:
             b.cluster(name, version, replicas=2, chain=True)
+        elif left >= 3 and group_rng.random() < group_share and shape_for(version).group_replication:
+            b.group(name, version, members=3)
         else:
             b.cluster(name, version, replicas=min(left - 1, rng.randrange(1, 5)),
                       tagged=rng.random() < 0.3)

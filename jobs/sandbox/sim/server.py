@@ -108,6 +108,9 @@ def default_variables(server: SimServer, shape: Shape) -> dict[str, Any]:
         "gtid_executed": server.gtid_executed, "gtid_purged": server.gtid_purged, "log_bin": 1,
         "log_slave_updates": 1, "log_replica_updates": 1, "sync_binlog": 1, "innodb_flush_log_at_trx_commit": 1,
         "relay_log_recovery": 1, "slave_parallel_workers": workers, "replica_parallel_workers": workers,
+        # the default changed from DATABASE to LOGICAL_CLOCK in 8.0.27 (with 4 workers by default)
+        "slave_parallel_type": "LOGICAL_CLOCK" if t >= (8, 0, 27) else "DATABASE",
+        "replica_parallel_type": "LOGICAL_CLOCK" if t >= (8, 0, 27) else "DATABASE",
         "slave_preserve_commit_order": 1, "replica_preserve_commit_order": 1, "binlog_format": "ROW",
         "read_only": 0, "super_read_only": 0,
         "relay_log_info_repository": "TABLE" if t >= (8, 0, 0) else "FILE",
@@ -126,6 +129,12 @@ def default_variables(server: SimServer, shape: Shape) -> dict[str, Any]:
 _WS = re.compile(r"\s+")
 _VAR_ITEM = re.compile(r"^@@(?:(global|session|local)\.)?([A-Za-z_][A-Za-z0-9_]*)(?:\s+(?:AS\s+)?`?([^`\s]+)`?)?$",
                        re.I)
+# ``(SELECT VARIABLE_VALUE FROM performance_schema.global_variables WHERE VARIABLE_NAME = 'x') AS `y```:
+# the collector's group_replication_group_name item (NULL where the variable does not exist)
+_GV_ITEM = re.compile(r"^\(\s*SELECT\s+VARIABLE_VALUE\s+FROM\s+performance_schema\.`?global_variables`?\s+"
+                      r"WHERE\s+VARIABLE_NAME\s*=\s*'([^']*)'\s*\)(?:\s+(?:AS\s+)?`?([^`\s]+)`?)?$", re.I)
+_GV = re.compile(r"^SELECT\s+(.+?)\s+FROM\s+performance_schema\.`?global_variables`?"
+                 r"(?:\s+WHERE\s+VARIABLE_NAME\s*(?:=\s*'([^']*)'|IN\s*\(([^)]*)\)))?$", re.I | re.S)
 _PS = re.compile(r"^SELECT\s+(.+?)\s+FROM\s+performance_schema\.`?(\w+)`?"
                  r"(?:\s+WHERE\s+CHANNEL_NAME\s*=\s*'([^']*)')?$", re.I | re.S)
 _EVENTS = re.compile(r"^SHOW\s+(BINLOG|RELAYLOG)\s+EVENTS(?:\s+IN\s+'([^']*)')?(?:\s+FROM\s+(\d+))?"
@@ -136,7 +145,37 @@ _OLD = {"Replica": "Slave", "Source": "Master"}
 
 
 def _split_items(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",")]
+    """The items of a select list: commas inside parentheses or quotes do not split."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'`\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    items.append(text[start:].strip())
+    return items
+
+
+def _chosen_columns(columns: str, cols) -> list:
+    """The table's columns a select list names (``*``: all, in table order); an unknown name is
+    the server's ER_BAD_FIELD_ERROR."""
+    if columns.strip() == "*":
+        return list(cols)
+    by_name = {c.name.lower(): c for c in cols}
+    chosen = []
+    for name in _split_items(columns):
+        c = by_name.get(name.strip("`").lower())
+        if c is None:
+            raise ERR.bad_field(name)
+        chosen.append(c)
+    return chosen
 
 
 def _canonical(name: str) -> str:
@@ -215,6 +254,10 @@ class SimSession:
             return "set", lambda: None
         if up.startswith("SELECT @@"):
             return "variables", lambda: self.select_variables(text[len("SELECT "):])
+        m = _GV.match(text)
+        if m:
+            names = m.group(3) if m.group(3) is not None else (f"'{m.group(2)}'" if m.group(2) is not None else None)
+            return "performance_schema", lambda: self.global_variables(m.group(1), names)
         m = _PS.match(text)
         if m:
             return "performance_schema", lambda: self.performance_schema(m.group(1), m.group(2).lower(), m.group(3))
@@ -244,6 +287,13 @@ class SimSession:
     def select_variables(self, items: str):
         rows, cols = [], []
         for item in _split_items(items):
+            g = _GV_ITEM.match(item)
+            if g:
+                if "global_variables" not in self.shape.tables:
+                    raise ERR.no_table("performance_schema", "global_variables")
+                cols.append(Col(g.group(2) or item, STRING))
+                rows.append(self._global_variables().get(g.group(1).lower()))
+                continue
             m = _VAR_ITEM.match(item)
             if not m:
                 raise ERR.parse(item)
@@ -326,22 +376,103 @@ class SimSession:
             raise ERR.no_table("performance_schema", table)
         if self.server.fault == "privilege":
             raise ERR.table_denied("audit", table)
-        if columns.strip() == "*":
-            chosen = list(cols)
-        else:
-            by_name = {c.name.lower(): c for c in cols}
-            chosen = []
-            for name in _split_items(columns):
-                c = by_name.get(name.strip("`").lower())
-                if c is None:
-                    raise ERR.bad_field(name)
-                chosen.append(c)
-        rows = []
-        for ch in self.server.channels:
-            if channel is not None and ch.name != channel:
-                continue
-            values = self._ps_values(table, ch)
-            rows.append(tuple(values.get(c.name) for c in chosen))
+        chosen = _chosen_columns(columns, cols)
+        rows = [tuple(values.get(c.name) for c in chosen) for values in self._ps_rows(table)
+                if channel is None or values.get("CHANNEL_NAME") == channel]
+        return rows, [_column(c) for c in chosen]
+
+    def _ps_rows(self, table: str) -> list[dict[str, Any]]:
+        """The rows of a performance_schema replication table, each a dict of every column."""
+        group = self.server.group
+        if table == "replication_group_members":
+            return [self._member_values(m) for m in group.members] if group else []
+        if table == "replication_group_member_stats":
+            if group is None:
+                return []
+            members = group.members if self.shape.group_stats_all_members else [
+                m for m in group.members if m.member_id == self.server.server_uuid]
+            return [self._member_stats_values(group, m) for m in members]
+        rows = [self._ps_values(table, ch) for ch in self.server.channels]
+        if group is not None and table == "replication_connection_status":
+            rows = self._group_channel_values(group) + rows
+        return rows
+
+    def _member_values(self, m) -> dict[str, Any]:
+        return {"CHANNEL_NAME": "group_replication_applier", "MEMBER_ID": m.member_id, "MEMBER_HOST": m.host,
+                "MEMBER_PORT": m.port or None, "MEMBER_STATE": m.state, "MEMBER_ROLE": m.role,
+                "MEMBER_VERSION": m.version,
+                "MEMBER_COMMUNICATION_STACK": self.server.group.communication_stack}
+
+    @staticmethod
+    def _member_stats_values(group, m) -> dict[str, Any]:
+        return {"CHANNEL_NAME": "group_replication_applier", "VIEW_ID": group.view_id, "MEMBER_ID": m.member_id,
+                "COUNT_TRANSACTIONS_IN_QUEUE": m.in_queue, "COUNT_TRANSACTIONS_CHECKED": m.checked,
+                "COUNT_CONFLICTS_DETECTED": m.conflicts, "COUNT_TRANSACTIONS_ROWS_VALIDATING": m.rows_validating,
+                "TRANSACTIONS_COMMITTED_ALL_MEMBERS": m.committed_all_members,
+                "LAST_CONFLICT_FREE_TRANSACTION": m.last_conflict_free,
+                "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": m.remote_in_applier_queue,
+                "COUNT_TRANSACTIONS_REMOTE_APPLIED": m.remote_applied,
+                "COUNT_TRANSACTIONS_LOCAL_PROPOSED": m.local_proposed,
+                "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": m.local_rollback}
+
+    @staticmethod
+    def _group_channel_values(group) -> list[dict[str, Any]]:
+        """replication_connection_status of the group channels, as a real 9.7.4 member lists them:
+        recovery first (idle: no group name, OFF), then the applier (the group name as GROUP_NAME
+        and SOURCE_UUID, no receiver thread, ON while the member runs Group Replication)."""
+        queued = dt.datetime(2026, 11, 23, 7, 59, 59, 500000) if group.last_queued else None
+        idle = {"THREAD_ID": None, "COUNT_RECEIVED_HEARTBEATS": 0, "LAST_HEARTBEAT_TIMESTAMP": None,
+                "LAST_ERROR_NUMBER": 0, "LAST_ERROR_MESSAGE": "", "LAST_ERROR_TIMESTAMP": None,
+                "QUEUEING_TRANSACTION": "", "QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP": None,
+                "QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP": None,
+                "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP": None}
+        recovery = {**idle, "CHANNEL_NAME": "group_replication_recovery", "GROUP_NAME": "", "SOURCE_UUID": "",
+                    "SERVICE_STATE": "OFF", "RECEIVED_TRANSACTION_SET": "", "LAST_QUEUED_TRANSACTION": "",
+                    "LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP": None,
+                    "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP": None,
+                    "LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP": None,
+                    "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP": None}
+        applier = {**idle, "CHANNEL_NAME": "group_replication_applier", "GROUP_NAME": group.group_name,
+                   "SOURCE_UUID": group.group_name, "SERVICE_STATE": "ON" if group.running else "OFF",
+                   "RECEIVED_TRANSACTION_SET": group.received, "LAST_QUEUED_TRANSACTION": group.last_queued,
+                   "LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP": queued,
+                   "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP": queued,
+                   "LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP": queued,
+                   "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP": queued}
+        return [recovery, applier]
+
+    def _global_variables(self) -> dict[str, str]:
+        """performance_schema.global_variables as text (booleans ON/OFF), group_replication_*
+        only on a group member."""
+        out: dict[str, str] = {}
+        for name, kind in self.shape.variables.items():
+            value = self.values.get(name)
+            if value is not None:
+                out[name] = ("ON" if value else "OFF") if kind == "b" else str(value)
+        group = self.server.group
+        if group is not None:
+            onoff = lambda b: "ON" if b else "OFF"  # noqa: E731
+            values = {"group_replication_group_name": group.group_name,
+                      "group_replication_single_primary_mode": onoff(group.single_primary),
+                      "group_replication_enforce_update_everywhere_checks":
+                          onoff(group.enforce_update_everywhere_checks),
+                      "group_replication_member_weight": str(group.member_weight),
+                      "group_replication_consistency": group.consistency,
+                      "group_replication_view_change_uuid": group.view_change_uuid}
+            out.update({name: values[name] for name in self.shape.group_variables})
+        return out
+
+    def global_variables(self, columns: str, names: str | None):
+        """``SELECT ... FROM performance_schema.global_variables [WHERE VARIABLE_NAME IN (...)]``
+        (5.7.6+), rows in name order."""
+        cols = self.shape.tables.get("global_variables")
+        if cols is None:
+            raise ERR.no_table("performance_schema", "global_variables")
+        chosen = _chosen_columns(columns, cols)
+        values = self._global_variables()
+        wanted = None if names is None else {n.strip().strip("'").lower() for n in names.split(",")}
+        rows = [tuple({"VARIABLE_NAME": k, "VARIABLE_VALUE": v}[c.name] for c in chosen)
+                for k, v in sorted(values.items()) if wanted is None or k in wanted]
         return rows, [_column(c) for c in chosen]
 
     def _ps_values(self, table: str, ch: SimChannel) -> dict[str, Any]:

@@ -1,0 +1,288 @@
+"""The pair model: everything a pair check reads about one replication channel, resolved once.
+
+A pair is a replica, one of its channels and that channel's source (None when unresolved), with
+:class:`FleetContext` (what the fleet adds: who owns which server_uuid, the GTIDs of the replica's
+other channels). :class:`_Pair` holds them with the pair's one reconnect simulation
+(:func:`pair_reconnect_outcome`), and makes every pair finding carry both read instants.
+
+**Read order and what it means for soundness.** The collector plans to read a replica BEFORE its
+source. Between the two reads the source can only have gained transactions (its gtid_executed
+grows), and its gtid_purged can only have grown. So a set computed as "replica minus source"
+(errant transactions, ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER) can only be *smaller* than the truth: a
+positive is trustworthy, and a transaction committed on the replica between the reads can be
+missed until the next run. When the order did NOT hold -- the replica was read after its source
+(a cycle, a retried or slow probe), or either instant is unknown -- the replica may legitimately
+hold transactions the source executed after its own, earlier read, and "replica minus source"
+can be a false positive. Every pair finding therefore records both read instants
+(``replica_read_at``, ``source_read_at``, ``read_order``), and the two positives that rest on the
+order (``errant_transactions``, ``replica_has_more_gtids``) are downgraded to an *unconfirmed
+warning* saying why, never a silent critical. A set computed as "source's purged minus replica"
+goes the other way: it can be *larger* than the truth with the planned order (the source purged,
+between the two reads, logs holding transactions the replica received after it was read), which
+needs a replica lagging by the source's whole binary-log retention, itself a real problem, and
+each such check says so; a replica read after its source only makes those checks more sound.
+
+:func:`read_order` and :func:`replica_executed` are shared with the failover model
+(gtid_core/failover.py), so that both trust the same GTIDs under the same condition.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from gtid_core.checks.catalogue import CHECKS, _finding, _text
+from gtid_core.errors import SnapshotError
+from gtid_core.findings import Finding, Severity
+from gtid_core.gtid_set import GtidSet
+from gtid_core.reconnect import ReconnectOutcome, reconnect_outcome
+from gtid_core.relay_log import RelayLogEvent, gtid_of_event
+from gtid_core.snapshots import ChannelSnapshot, Gtid, ServerSnapshot
+
+__all__ = [
+    "FleetContext",
+    "pair_reconnect_outcome",
+    "read_order",
+    "replica_executed",
+    "replica_read_at",
+    "source_read_started_at",
+]
+
+
+@dataclass(frozen=True)
+class FleetContext:
+    """What a pair check needs to know about the fleet beyond the two servers.
+
+    ``uuid_registry`` maps a server_uuid to the inventory name of the server that owns it (used to
+    attribute errant GTIDs). ``replica_name`` / ``source_name`` override the snapshots' names.
+
+    ``other_channels_gtids`` is what the replica legitimately gets through its *other* channels;
+    those GTIDs are not errant for this channel. How to fill it:
+
+    * ``None`` for a replica with a single channel (nothing to exclude).
+    * For a multi-source replica, the union over every channel of the replica *except this one*
+      of (a) that channel's Retrieved_Gtid_Set (same read as this channel) and (b) the
+      gtid_executed of that channel's source when it is resolved (read after the replica, like
+      every source). Never this channel's own source or Retrieved_Gtid_Set.
+    * (b) is what makes it complete: Retrieved_Gtid_Set forgets whatever the relay logs no longer
+      hold (RESET REPLICA, relay_log_recovery, and -- observed on 9.7.4 -- CHANGE REPLICATION
+      SOURCE on a caught-up channel). With only (a), an unresolved other source's GTIDs applied
+      before such a purge are reported as errant here. (a) still matters when that source is
+      unresolved or was read before it gained what the channel retrieved.
+    * Left ``None`` on a multi-source replica, every GTID of the other channels is reported as
+      errant for this one (verified on a two-channel 9.7.4 replica, tests/core/test_checks_live.py).
+
+    Only ``errant_transactions`` uses it: the source's reconnect checks compare the replica with
+    the source's own gtid_executed (5.7+: only its own server_uuid), whatever other channels bring.
+    """
+
+    uuid_registry: Mapping[str, str] = field(default_factory=dict)
+    replica_name: str | None = None
+    source_name: str | None = None
+    other_channels_gtids: GtidSet | None = None
+
+    def owner_of(self, uuid: str) -> str | None:
+        """The inventory name of the server owning ``uuid`` (case-insensitive), or None."""
+        return self.uuid_registry.get(uuid) or self.uuid_registry.get(uuid.lower())
+
+
+def _iso(at: _dt.datetime | None) -> str | None:
+    return at.isoformat() if at is not None else None
+
+
+def replica_read_at(replica: ServerSnapshot, channel: ChannelSnapshot) -> _dt.datetime | None:
+    """When the replica's sets were last read: the later of its GTID-variable read and its
+    channel-status read (Retrieved_Gtid_Set, Executed_Gtid_Set); None if the variable read's
+    instant is unknown."""
+    a, b = replica.read_at, channel.read_at
+    if a is None:
+        return None
+    if b is None:
+        return a
+    try:
+        return max(a, b)
+    except TypeError:  # one naive, one aware: no order can be told
+        return None
+
+
+def source_read_started_at(source: ServerSnapshot) -> _dt.datetime | None:
+    """When the source's read began: ``read_started_at``, else its ``read_at`` (end instant)."""
+    return source.read_started_at or source.read_at
+
+
+def read_order(replica: ServerSnapshot, channel: ChannelSnapshot,
+               source: ServerSnapshot | None) -> tuple[bool | None, str]:
+    """(held, why): held True when the replica's last read returned strictly before the source's
+    read began, False when it did not, None when an instant is unknown or the two cannot be
+    compared. Without the source's ``read_started_at`` its end instant stands in (a window as
+    long as its one SELECT; the evidence says so).
+
+    One function for the pair checks and the failover model, so that both trust a GTID the
+    replica has and the source lacks under the same condition: the source's gtid_executed only
+    grows, so it lacked that GTID when the replica was read only if the replica was read first.
+    """
+    rep = replica_read_at(replica, channel)
+    src = source_read_started_at(source) if source is not None else None
+    if rep is None or src is None:
+        which = " and ".join(n for n, at in (("replica", rep), ("source", src)) if at is None)
+        return None, f"the read instant of the {which} is unknown"
+    try:
+        before = rep < src
+    except TypeError:
+        return None, "the two read instants cannot be compared (one has a time zone, one has not)"
+    if before:
+        return True, f"the replica was read at {rep.isoformat()}, before its source ({src.isoformat()})"
+    return False, (f"the replica was read at {rep.isoformat()}, not before its source ({src.isoformat()}): "
+                   "the source may have executed, before the replica's read, transactions its own earlier "
+                   "read does not show")
+
+
+def replica_executed(replica: ServerSnapshot, channel: ChannelSnapshot) -> GtidSet | None:
+    """A replica's gtid_executed from its two reads, the variable and the channel's
+    Executed_Gtid_Set: their union (it only grows between them); None when neither was read."""
+    a, b = replica.gtid_executed, channel.executed_gtid_set
+    if a is None:
+        return b
+    return a if b is None else a | b
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Everything a pair check reads, resolved once -- the reconnect simulation included."""
+
+    replica: ServerSnapshot
+    channel: ChannelSnapshot
+    source: ServerSnapshot | None
+    fleet: FleetContext
+    replica_name: str
+    source_name: str | None
+    tail: list[RelayLogEvent] | None = None
+    outcome: ReconnectOutcome | None = None   # None: no source, no AUTO_POSITION or replica set unknown
+
+    @property
+    def channel_name(self) -> str:
+        return self.channel.channel_name
+
+    @property
+    def executed(self) -> GtidSet | None:
+        """The replica's gtid_executed: the union of both reads (it only grows between them)."""
+        return replica_executed(self.replica, self.channel)
+
+    @property
+    def retrieved(self) -> GtidSet | None:
+        return self.channel.retrieved_gtid_set
+
+    @property
+    def replica_set(self) -> GtidSet | None:
+        """Retrieved_Gtid_Set ∪ gtid_executed (None when gtid_executed is unknown)."""
+        if self.executed is None:
+            return None
+        return self.executed | (self.retrieved or GtidSet.EMPTY)
+
+    # --- read order ------------------------------------------------------------------------
+
+    @property
+    def replica_read_at(self) -> _dt.datetime | None:
+        """When the replica's sets were last read (:func:`replica_read_at`)."""
+        return replica_read_at(self.replica, self.channel)
+
+    @property
+    def source_read_started_at(self) -> _dt.datetime | None:
+        """When the source's read began: ``read_started_at``, else its ``read_at`` (end instant)."""
+        return None if self.source is None else source_read_started_at(self.source)
+
+    @property
+    def read_order(self) -> tuple[bool | None, str]:
+        """(held, why): :func:`read_order` of this pair."""
+        return read_order(self.replica, self.channel, self.source)
+
+    def order_label(self) -> str:
+        held, _ = self.read_order
+        return {True: "replica_first", False: "source_first_or_same", None: "unknown"}[held]
+
+    def read_evidence(self) -> dict:
+        """Both read instants and whether the planned order held: in every pair finding."""
+        return {
+            "replica_read_at": _iso(self.replica_read_at),
+            "source_read_at": _iso(self.source.read_at) if self.source is not None else None,
+            "source_read_started_at": _iso(self.source.read_started_at) if self.source is not None else None,
+            "read_order": self.order_label(),
+        }
+
+    def finding(self, check_id: str, title: str, detail: str, **kw) -> Finding:
+        kw["evidence"] = {**self.read_evidence(), **dict(kw.get("evidence") or {})}
+        return _finding(check_id, self.replica_name, title, detail, source=self.source_name,
+                        channel=self.channel_name, **kw)
+
+    def order_dependent_finding(self, check_id: str, title: str, detail: str, **kw) -> Finding:
+        """A positive whose soundness rests on "the replica was read before its source": at its
+        default severity when the order held; otherwise an unconfirmed warning saying why."""
+        held, why = self.read_order
+        if held:
+            return self.finding(check_id, title, detail, **kw)
+        severity = Severity.WARNING if CHECKS[check_id].default_severity.rank >= Severity.WARNING.rank \
+            else CHECKS[check_id].default_severity
+        evidence = dict(kw.pop("evidence", None) or {})
+        evidence["unconfirmed"] = why
+        return self.finding(
+            check_id, f"Unconfirmed: {title}",
+            detail + f" UNCONFIRMED: {why}; this finding holds only if it repeats with the replica read first.",
+            severity=severity, evidence=evidence, **kw)
+
+    def base_evidence(self) -> dict:
+        ev = {
+            "replica_gtid_executed": _text(self.executed),
+            "replica_retrieved_gtid_set": _text(self.retrieved),
+            "replica_version": str(self.replica.version) if self.replica.version else None,
+            **self.read_evidence(),
+        }
+        if self.source is not None:
+            ev.update(
+                source_gtid_executed=_text(self.source.gtid_executed),
+                source_gtid_purged=_text(self.source.gtid_purged),
+                source_version=str(self.source.version) if self.source.version else None,
+                source_server_uuid=self.source.server_uuid,
+            )
+        if self.outcome is not None:
+            ev.update(
+                replica_announced_gtid_set=_text(self.outcome.announced),
+                reconnect_outcome=str(self.outcome.kind),
+                reconnect_rule=self.outcome.rule,
+                source_version_assumed=self.outcome.version_assumed,
+            )
+        return ev
+
+
+# --------------------------------------------------------------------------------------------
+# The pair's one reconnect simulation
+# --------------------------------------------------------------------------------------------
+
+def _last_retrieved_gtid(channel: ChannelSnapshot, relay_tail: Sequence[RelayLogEvent] | None) -> Gtid | None:
+    """The last GTID the receiver wrote: the last Gtid event of the relay log tail, else
+    LAST_QUEUED_TRANSACTION."""
+    if relay_tail:
+        for event in reversed(relay_tail):
+            try:
+                gtid = gtid_of_event(event)
+            except SnapshotError:  # an unreadable Info: fall back to the channel's own report
+                break
+            if gtid is not None:
+                return gtid
+    return channel.last_queued_gtid
+
+
+def pair_reconnect_outcome(replica: ServerSnapshot, channel: ChannelSnapshot, source: ServerSnapshot | None,
+                           relay_tail: Sequence[RelayLogEvent] | None) -> ReconnectOutcome | None:
+    """The one reconnect simulation of a pair (:func:`gtid_core.reconnect.reconnect_outcome`), or
+    None when it does not apply: no source, a channel without AUTO_POSITION (the source's GTID
+    checks do not run), or the replica's gtid_executed unknown."""
+    if source is None or channel.auto_position is False:
+        return None
+    executed = replica.gtid_executed
+    if channel.executed_gtid_set is not None:
+        executed = channel.executed_gtid_set if executed is None else executed | channel.executed_gtid_set
+    if executed is None:
+        return None
+    return reconnect_outcome(source, gtid_executed=executed, retrieved_gtid_set=channel.retrieved_gtid_set,
+                             replica_version=replica.version,
+                             last_retrieved_gtid=_last_retrieved_gtid(channel, relay_tail))

@@ -1,0 +1,202 @@
+"""Server checks: one server's settings, and how it changed since the previous night.
+
+check_server_config reads the server's variables (gtid_mode_off, config_enforce_gtid_consistency_off,
+config_sync_binlog, config_innodb_flush_log_at_trx_commit). The night-to-night checks compare the
+snapshot with the previous run's of the same server_uuid: gtid_executed_regressed,
+gtid_purged_jumped, source_uuid_went_back.
+"""
+from __future__ import annotations
+
+import re
+
+from gtid_core.checks.catalogue import _finding, _short, _text
+from gtid_core.findings import Finding
+from gtid_core.gtid_set import GtidSet
+from gtid_core.snapshots import ServerSnapshot
+
+__all__ = [
+    "check_gtid_executed_regressed",
+    "check_gtid_purged_jumped",
+    "check_server_config",
+    "check_source_uuid_went_back",
+]
+
+
+def check_server_config(server: ServerSnapshot) -> list[Finding]:
+    """gtid_mode_off, config_enforce_gtid_consistency_off, config_sync_binlog,
+    config_innodb_flush_log_at_trx_commit: settings that make silent loss or divergence possible.
+    Read from the server's variables; unknown values (None) produce nothing."""
+    name = server.label
+    out: list[Finding] = []
+    if server.gtid_mode is not None and server.gtid_mode != "ON":
+        out.append(_finding("gtid_mode_off", name, f"{name}: gtid_mode = {server.gtid_mode}",
+                            f"{name} runs with gtid_mode = {server.gtid_mode}: transactions without GTIDs escape "
+                            "every GTID check, and AUTO_POSITION cannot be used.",
+                            evidence={"gtid_mode": server.gtid_mode}))
+    if server.enforce_gtid_consistency is not None and server.enforce_gtid_consistency != "ON":
+        out.append(_finding("config_enforce_gtid_consistency_off", name,
+                            f"{name}: enforce_gtid_consistency = {server.enforce_gtid_consistency}",
+                            f"{name} runs with enforce_gtid_consistency = {server.enforce_gtid_consistency}: "
+                            "statements that cannot be logged safely with GTIDs are allowed.",
+                            evidence={"enforce_gtid_consistency": server.enforce_gtid_consistency}))
+    if server.log_bin is not False and server.sync_binlog is not None and server.sync_binlog != 1:
+        out.append(_finding("config_sync_binlog", name, f"{name}: sync_binlog = {server.sync_binlog}",
+                            f"{name} runs with sync_binlog = {server.sync_binlog}: after an OS crash or power "
+                            "loss its binary log can lose transactions that replicas already received; they will "
+                            "then be refused with ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER.",
+                            evidence={"sync_binlog": server.sync_binlog}))
+    if server.innodb_flush_log_at_trx_commit is not None and server.innodb_flush_log_at_trx_commit != 1:
+        out.append(_finding("config_innodb_flush_log_at_trx_commit", name,
+                            f"{name}: innodb_flush_log_at_trx_commit = {server.innodb_flush_log_at_trx_commit}",
+                            f"{name} runs with innodb_flush_log_at_trx_commit = "
+                            f"{server.innodb_flush_log_at_trx_commit}: a crash can lose committed transactions "
+                            "whose GTIDs are already in binary logs or on replicas.",
+                            evidence={"innodb_flush_log_at_trx_commit": server.innodb_flush_log_at_trx_commit}))
+    return out
+
+
+def _same_server(server: ServerSnapshot, previous: ServerSnapshot) -> bool:
+    return (server.server_uuid is not None and previous.server_uuid is not None
+            and server.server_uuid == previous.server_uuid)
+
+
+def check_gtid_executed_regressed(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:
+    """gtid_executed_regressed: GTIDs in this server's gtid_executed at the previous run are gone.
+
+    gtid_executed only grows on a running server; only RESET MASTER / RESET BINARY LOGS AND GTIDS,
+    a restore from an older backup or a lost binary log (with the mysql.gtid_executed table behind)
+    shrink it. Sound: both values are the server's own, read a run apart. Compared only when the
+    server_uuid is unchanged (a new uuid is a different server). Blind spot: a RESET followed by
+    SET GLOBAL gtid_purged to a superset between two runs does not regress (see gtid_purged_jumped).
+    """
+    if previous.gtid_executed is None or server.gtid_executed is None or not _same_server(server, previous):
+        return []
+    lost = previous.gtid_executed - server.gtid_executed
+    if not lost:
+        return []
+    name = server.label
+    return [_finding(
+        "gtid_executed_regressed", name, f"{name}: gtid_executed lost {lost.count()} GTID(s)",
+        f"{name}'s gtid_executed no longer contains {lost.count()} GTID(s) it had at the previous run "
+        f"({_short(lost)}): its GTID history was reset or restored from an older point. Its replicas now look "
+        "as if they had errant transactions, and new transactions may reuse GTIDs replicas already have.",
+        gtid_set=lost,
+        evidence={"previous_gtid_executed": _text(previous.gtid_executed),
+                  "gtid_executed": _text(server.gtid_executed)})]
+
+
+def _binlog_seq(name: str) -> int | None:
+    match = re.search(r"\.(\d+)\Z", name)
+    return int(match.group(1)) if match else None
+
+
+def check_gtid_purged_jumped(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:
+    """gtid_purged_jumped: gtid_purged gained GTIDs this server had not executed at the previous
+    run, and purging binary logs cannot explain it.
+
+    Normal purging removes the oldest binary logs; a GTID executed after the previous run can only
+    become purged if every binary log of the previous run was purged too. So the jump is reported
+    when ``gtid_purged - previous.gtid_executed`` is non-empty AND either the previous run's newest
+    binary log still exists, the binary-log numbering went back (RESET), or the previous
+    gtid_executed is not entirely purged. That is the signature of SET GLOBAL gtid_purged (after
+    a RESET or a restore).
+
+    Which GTIDs can be judged depends on where the server writes what it applies:
+
+    * ``log_bin`` ON and ``log_replica_updates`` ON: every GTID it executes goes to its binary
+      log first, so the whole jump is judged.
+    * ``log_bin`` ON and ``log_replica_updates`` OFF or unknown: the transactions it *applies* as a
+      replica are never written to its binary log and go straight into gtid_purged (observed on
+      9.7.4: gtid_purged equals gtid_executed, and Previous_gtids stay empty even after FLUSH
+      BINARY LOGS). Only the GTIDs of its own server_uuid (its own writes, which are logged) can
+      still be judged; every other uuid's growth is ordinary replication.
+    * ``log_bin`` OFF or unknown: nothing is logged, gtid_purged follows gtid_executed; nothing is
+      judged.
+
+    Blind spots: when binary logs are unknown and the whole previous history was purged, a very
+    short retention looks the same and nothing is reported; on a replica without
+    log_replica_updates, a SET gtid_purged of other servers' GTIDs is invisible; a replica without
+    log_replica_updates whose channel assigns its OWN uuid to anonymous transactions
+    (ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS = LOCAL, read per channel, not here) applies unlogged
+    transactions under its own uuid -- a false positive this server check cannot rule out.
+    """
+    if (previous.gtid_executed is None or server.gtid_purged is None or previous.gtid_purged is None
+            or not _same_server(server, previous) or server.log_bin is not True):
+        return []
+    jumped = (server.gtid_purged - previous.gtid_purged) - previous.gtid_executed
+    scope = "every uuid"
+    if server.log_replica_updates is not True:
+        jumped = jumped.for_uuid(server.server_uuid)
+        scope = f"own server_uuid {server.server_uuid} only (log_replica_updates is not ON)"
+    if not jumped:
+        return []
+    own_previous = (previous.gtid_executed if server.log_replica_updates is True
+                    else previous.gtid_executed.for_uuid(server.server_uuid))
+    explained_by_purge = own_previous.is_subset(server.gtid_purged)
+    reason = "the previous run's gtid_executed is not all purged"
+    if explained_by_purge and previous.binary_logs and server.binary_logs:
+        prev_newest = previous.binary_logs[-1].log_name
+        names = {b.log_name for b in server.binary_logs}
+        prev_seq = _binlog_seq(prev_newest)
+        cur_seq = _binlog_seq(server.binary_logs[-1].log_name)
+        if prev_newest in names:
+            explained_by_purge, reason = False, f"binary log {prev_newest} of the previous run still exists"
+        elif prev_seq is not None and cur_seq is not None and cur_seq < prev_seq:
+            explained_by_purge, reason = False, "the binary-log numbering went back (RESET)"
+    if explained_by_purge:
+        return []
+    name = server.label
+    return [_finding(
+        "gtid_purged_jumped", name, f"{name}: gtid_purged jumped by {jumped.count()} GTID(s)",
+        f"{name}'s gtid_purged now includes {jumped.count()} GTID(s) that it had not executed at the previous run "
+        f"({_short(jumped)}), and purging binary logs cannot explain it ({reason}): gtid_purged was set by hand "
+        "(SET GLOBAL gtid_purged after a RESET or a restore). Replicas lacking these transactions cannot get them "
+        "from this server (refused since 5.6.22, silently skipped before).",
+        gtid_set=jumped,
+        evidence={"previous_gtid_executed": _text(previous.gtid_executed),
+                  "previous_gtid_purged": _text(previous.gtid_purged),
+                  "gtid_purged": _text(server.gtid_purged),
+                  "log_bin": server.log_bin, "log_replica_updates": server.log_replica_updates,
+                  "judged": scope, "reason": reason})]
+
+
+def check_source_uuid_went_back(server: ServerSnapshot, previous: ServerSnapshot) -> list[Finding]:
+    """source_uuid_went_back: the highest gno of the server's own server_uuid -- untagged, or of
+    any tag it used (8.3+) -- fell below the previous run's.
+
+    The server numbers a new transaction after the highest gno of its own uuid in gtid_executed,
+    per tag for ``SET gtid_next = 'AUTOMATIC:tag'``; if that fell back, new transactions reuse
+    GTIDs that replicas (and the previous history) already have, and replicas silently skip them
+    as already executed. Sound: both numbers are the server's own. Compared only with an unchanged
+    server_uuid. Blind spot: a tag first used and lost between two runs.
+    """
+    if (previous.gtid_executed is None or server.gtid_executed is None or not _same_server(server, previous)):
+        return []
+    uuid = server.server_uuid
+    tags = sorted({tag for u, tag, _, _ in previous.gtid_executed if u == uuid}, key=lambda t: (t is not None, t or ""))
+    regressions = []
+    for tag in tags:
+        before = previous.gtid_executed.max_gno(uuid, tag)
+        now = server.gtid_executed.max_gno(uuid, tag)
+        if before is not None and (now is None or now < before):
+            regressions.append((tag, before, now))
+    if not regressions:
+        return []
+    name = server.label
+    reused = GtidSet.from_intervals([(uuid, tag, (now or 0) + 1, before) for tag, before, now in regressions])
+    reused = reused & previous.gtid_executed
+    parts = [f"{uuid}{':' + tag if tag else ''}: {before} -> {now if now is not None else 'none'}"
+             for tag, before, now in regressions]
+    tag, before, now = regressions[0]
+    title = (f"{name}: own GTID numbers went back from {before} to {now or 0}" if len(regressions) == 1
+             else f"{name}: own GTID numbers went back for {len(regressions)} tag(s)")
+    return [_finding(
+        "source_uuid_went_back", name, title,
+        f"{name}'s highest transaction number for its own server_uuid went back since the previous run "
+        f"({'; '.join(parts)}). New transactions will get numbers that were already used ({_short(reused)}); "
+        "replicas that already have those GTIDs will silently skip them.",
+        gtid_set=reused,
+        evidence={"server_uuid": uuid, "previous_max_gno": before, "max_gno": now,
+                  "went_back": "; ".join(parts),
+                  "previous_gtid_executed": _text(previous.gtid_executed),
+                  "gtid_executed": _text(server.gtid_executed)})]

@@ -1,0 +1,146 @@
+"""The Group Replication checks on hand-made members (gtid_core/checks/group.py).
+
+What the real servers do with the same situations is proven in tests/sandbox/test_group_replication.py;
+these pin the rules, the soundness choices and what is left unsaid.
+"""
+from __future__ import annotations
+
+from gtid_core import GtidSet
+from gtid_core.checks.group import (
+    GroupMember,
+    ViewMember,
+    check_group_member_errant,
+    check_group_member_unrecoverable,
+    predict_primary,
+)
+from gtid_core.snapshots import ServerSnapshot
+from gtid_core.versions import MySQLVersion
+
+G = "aaaaaaaa-0000-0000-0000-000000000001"          # the group name
+A, B, C = ("aaaaaaaa-0000-0000-0000-00000000000a", "bbbbbbbb-0000-0000-0000-00000000000b",
+           "cccccccc-0000-0000-0000-00000000000c")
+X = "dddddddd-0000-0000-0000-00000000000d"          # an outside source replicating into the group
+
+
+def member(name, uuid, state, executed, *, purged="", received=None, role=None, weight=50,
+           version="9.7.4", view=None, async_retrieved="", single_primary=True):
+    snap = ServerSnapshot(name=name, server_uuid=uuid, version=MySQLVersion.parse(version),
+                          gtid_executed=GtidSet.parse(executed), gtid_purged=GtidSet.parse(purged))
+    return GroupMember(snapshot=snap, group_name=G, state=state,
+                       role=role if role is not None else ("SECONDARY" if state == "ONLINE" else None),
+                       weight=weight, single_primary=single_primary,
+                       applier_received=GtidSet.parse(received if received is not None else executed),
+                       async_retrieved=GtidSet.parse(async_retrieved), view=tuple(view or ()))
+
+
+def views(*members):
+    """Give each ONLINE member the view of every ONLINE member; others see themselves only."""
+    online = [m for m in members if m.state == "ONLINE"]
+    out = []
+    for m in members:
+        seen = online if m.state == "ONLINE" else [m]
+        v = tuple(ViewMember(o.uuid, o.state, o.role, o.snapshot.version) for o in seen)
+        out.append(GroupMember(**{**m.__dict__, "view": v}))
+    return out
+
+
+def test_healthy_group_read_at_different_instants_has_no_finding():
+    # the primary was read last and holds 20 more certified transactions than the secondaries
+    a = member("a", A, "ONLINE", f"{G}:1-120", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-100", received=f"{G}:1-103")
+    c = member("c", C, "ONLINE", f"{G}:1-95")
+    assert check_group_member_errant(views(a, b, c)) == []
+    assert check_group_member_unrecoverable(views(a, b, c)) == []
+
+
+def test_offline_member_with_a_local_write_is_errant_with_its_set_and_the_sql():
+    a = member("a", A, "ONLINE", f"{G}:1-120", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-120")
+    c = member("c", C, "OFFLINE", f"{G}:1-90,{C}:1")
+    [f] = check_group_member_errant(views(a, b, c))
+    assert (f.check_id, f.server, f.severity.value) == ("group_member_errant", "c", "critical")
+    assert f.gtid_set == GtidSet.parse(f"{C}:1")
+    assert "START GROUP_REPLICATION will refuse it" in f.detail
+    assert f"SET GTID_NEXT='{C}:1'; BEGIN; COMMIT;" in f.remediation and "run on a " in f.remediation
+
+
+def test_online_member_counts_only_gtids_outside_the_group_and_its_received_set():
+    # b holds a group GTID nobody else has yet (certified a moment ago): never errant;
+    # and an own-uuid GTID nobody has: errant
+    a = member("a", A, "ONLINE", f"{G}:1-100", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-101,{B}:1-2", received=f"{G}:1-101")
+    c = member("c", C, "ONLINE", f"{G}:1-100")
+    [f] = check_group_member_errant(views(a, b, c))
+    assert f.server == "b" and f.gtid_set == GtidSet.parse(f"{B}:1-2")
+    assert "next time it leaves and rejoins" in f.detail
+
+
+def test_gtids_of_an_asynchronous_channel_are_not_errant():
+    # a, the primary, replicates from X; the secondaries were read before X's latest arrived
+    a = member("a", A, "ONLINE", f"{G}:1-100,{X}:1-60", role="PRIMARY", received=f"{G}:1-100",
+               async_retrieved=f"{X}:1-60")
+    b = member("b", B, "ONLINE", f"{G}:1-100,{X}:1-50")
+    assert check_group_member_errant(views(a, b)) == []
+
+
+def test_history_shared_from_before_the_group_is_not_errant():
+    # every member was provisioned from a's backup: a's own uuid is in every set
+    a = member("a", A, "ONLINE", f"{A}:1-30,{G}:1-10", role="PRIMARY", received=f"{G}:1-10")
+    b = member("b", B, "ONLINE", f"{A}:1-30,{G}:1-10", received=f"{G}:1-10")
+    c = member("c", C, "OFFLINE", f"{A}:1-30,{G}:1-8", received=f"{G}:1-8")
+    assert check_group_member_errant(views(a, b, c)) == []
+
+
+def test_nothing_is_said_when_an_online_member_was_not_read():
+    a = member("a", A, "ONLINE", f"{G}:1-120", role="PRIMARY")
+    c = member("c", C, "OFFLINE", f"{G}:1-90,{C}:1", purged=f"{G}:1-50")
+    a_view = GroupMember(**{**a.__dict__, "view": (ViewMember(A, "ONLINE", "PRIMARY"), ViewMember(B, "ONLINE"))})
+    assert check_group_member_errant([a_view, c]) == []
+    assert check_group_member_unrecoverable([a_view, c]) == []
+
+
+def test_member_whose_gap_every_donor_purged_cannot_recover():
+    a = member("a", A, "ONLINE", f"{G}:1-300", purged=f"{G}:1-200", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-300", purged=f"{G}:1-150")
+    c = member("c", C, "OFFLINE", f"{G}:1-100")
+    [f] = check_group_member_unrecoverable(views(a, b, c))
+    assert (f.check_id, f.server, f.severity.value) == ("group_member_unrecoverable", "c", "warning")
+    assert f.evidence["closest_donor"] == "b" and f.gtid_set == GtidSet.parse(f"{G}:101-150")
+
+
+def test_one_donor_with_the_binary_logs_is_enough():
+    a = member("a", A, "ONLINE", f"{G}:1-300", purged=f"{G}:1-200", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-300", purged=f"{G}:1-80")
+    c = member("c", C, "OFFLINE", f"{G}:1-100")
+    assert check_group_member_unrecoverable(views(a, b, c)) == []
+
+
+def test_election_follows_weight_then_uuid_among_the_lowest_version():
+    a = member("a", A, "ONLINE", f"{G}:1-9", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-9", weight=50)
+    c = member("c", C, "ONLINE", f"{G}:1-7", received=f"{G}:1-9", weight=70)
+    e = predict_primary(views(a, b, c))
+    assert (e.primary, e.elected, e.candidates) == ("a", "c", ("c", "b"))
+    assert e.backlog == GtidSet.parse(f"{G}:8-9")
+    # equal weights: the lowest server_uuid
+    c50 = member("c", C, "ONLINE", f"{G}:1-9", weight=50)
+    assert predict_primary(views(a, b, c50)).elected == "b"
+    # from 8.0.17 the whole version counts: a newer patch is never elected
+    old = member("c", C, "ONLINE", f"{G}:1-9", weight=10, version="8.0.35")
+    new = member("b", B, "ONLINE", f"{G}:1-9", weight=90, version="8.0.36")
+    assert predict_primary(views(member("a", A, "ONLINE", f"{G}:1-9", role="PRIMARY", version="8.0.36"),
+                                 new, old)).elected == "c"
+    # before 8.0.17 only the major version: weight decides between 5.7.20 and 5.7.30
+    b57 = member("b", B, "ONLINE", f"{G}:1-9", weight=90, version="5.7.30")
+    c57 = member("c", C, "ONLINE", f"{G}:1-9", weight=10, version="5.7.20")
+    assert predict_primary(views(member("a", A, "ONLINE", f"{G}:1-9", role="PRIMARY", version="5.7.30"),
+                                 b57, c57)).elected == "b"
+
+
+def test_election_is_undetermined_without_a_weight_and_absent_in_multi_primary_mode():
+    a = member("a", A, "ONLINE", f"{G}:1-9", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-9", weight=None)
+    e = predict_primary(views(a, b))
+    assert e.elected is None and "weight" in e.undetermined
+    mp = [member(n, u, "ONLINE", f"{G}:1-9", role="PRIMARY", single_primary=False) for n, u in (("a", A), ("b", B))]
+    assert predict_primary(views(*mp)) is None
