@@ -43,6 +43,7 @@ def audited(spark, tmp_path_factory):
         b.group("gok" + tag, version, lags=[0, 2, 1])
         b.group_errant("gerr" + tag, version)
         b.group_unrecoverable("gunr" + tag, version)
+        b.group_replica_refused("grep" + tag, version)
     b.group("gvcu8036", "8.0.36", lags=[0, 3, 0], view_change_uuid=True)   # view changes under their own UUID
     fleet = b.fleet()
     work = tmp_path_factory.mktemp("sim")
@@ -156,15 +157,18 @@ def test_whole_fleet_matches_truth(audited):
 
 @pytest.mark.parametrize("version", GROUP_VERSIONS)
 def test_group_checks_on_old_dialects(audited, version):
-    """A healthy group with lagging secondaries, an OFFLINE member with a local write and an
-    OFFLINE member every donor purged past, on 5.7 and 8.0 dialects: exactly the truth
-    (group_member_errant, group_member_unrecoverable), nothing on the healthy group."""
+    """A healthy group with lagging secondaries, an OFFLINE member with a local write, an
+    OFFLINE member every donor purged past, and a stopped asynchronous replica of the primary
+    that another member purged past, on 5.7 and 8.0 dialects: exactly the truth
+    (group_member_errant, group_member_unrecoverable, group_member_purged_replica_gtids and the
+    replica's replication_stopped), nothing on the healthy group."""
     fleet, findings = audited
     tag = version.replace(".", "")
-    servers = [s.name for s in fleet.servers if s.cluster in ("gok" + tag, "gerr" + tag, "gunr" + tag)]
-    assert len(servers) == 9
+    servers = [s.name for s in fleet.servers if s.cluster in ("gok" + tag, "gerr" + tag, "gunr" + tag, "grep" + tag)]
+    assert len(servers) == 13
     truth = _truth(fleet, *servers)
-    assert {t[0] for t in truth} == {"group_member_errant", "group_member_unrecoverable"}
+    assert {t[0] for t in truth} == {"group_member_errant", "group_member_unrecoverable",
+                                     "group_member_purged_replica_gtids", "replication_stopped"}
     assert _found(findings, *servers) == truth
 
 

@@ -758,6 +758,44 @@ class FleetBuilder:
         self.truth_of("group_member_unrecoverable", member.name, None, "warning", "group_unrecoverable")
         return servers
 
+    def group_replica_refused(self, cluster: str, version: str) -> list[SimServer]:
+        """A group of three and an asynchronous replica of its primary g1 whose receiver was
+        stopped: g1 and g3 still have the transactions the replica lacks in their binary logs,
+        g2 purged them. After a primary failover to g2 (SOURCE_CONNECTION_AUTO_FAILOVER or a
+        repoint) g2 would refuse the replica: group_member_purged_replica_gtids on the replica,
+        source g2, warning; its stopped receiver is replication_stopped (warning, source g1).
+        The replica holds g1's first binary log whole, so it is no near-horizon case for g1."""
+        servers = self.group(cluster, version, members=3, lags=[0, 0, 0])
+        g1, g2, g3 = servers
+        name = g1.group.group_name
+        executed = GtidSet.parse(g1.gtid_executed)
+        top = self._last_gno(executed, name)
+        others = executed - executed.for_uuid(name)
+        low, high = max(1, top // 10), top - 2
+        for member, upto in ((g1, low), (g2, high), (g3, low)):
+            purged = others | _iv(name, 1, upto)
+            member.gtid_purged = _text(purged)
+            member.binary_logs = self._member_logs(member.mysql_version, purged, GtidSet.parse(member.gtid_executed))
+        first = GtidSet.parse(g1.binary_logs[0].gtids)
+        cut = self._last_gno(first, name)              # the end of g1's oldest binary log
+        assert low < cut < high
+        provisioned = GtidSet.parse(g1.gtid_purged)
+        rep = self.replica(f"{cluster}-r1", g1, provisioned=provisioned)
+        received = _iv(name, low + 1, cut)
+        have = provisioned | received
+        rep.gtid_executed = _text(have)
+        rep.binary_logs = self._binlogs(rep.mysql_version, provisioned, [received],
+                                        rep.binary_logs[0].name.rsplit(".", 1)[0])
+        ch = rep.channels[0]
+        ch.retrieved = _text(received)
+        ch.relay_events = ch.relay_events[:4]
+        ch.relay_log_pos = ch.relay_events[-1][0] + format_desc_end(rep.mysql_version)
+        ch.io_running, ch.io_state = "No", ""
+        ch.last_queued = _gtid_text([(name, None, cut)])
+        self.truth_of("group_member_purged_replica_gtids", rep.name, g2.name, "warning", "group_replica_refused")
+        self.truth_of("replication_stopped", rep.name, g1.name, "warning", "group_replica_refused")
+        return [*servers, rep]
+
     # -- collection faults (on standalone servers) --------------------------------------------------
     def collection_fault(self, name: str, version: str, fault: str) -> SimServer:
         server = self.standalone(name, version, cluster="standalone")
