@@ -114,6 +114,18 @@ class GroupMember:
             uuids.add(self.view_change_uuid.lower())
         return frozenset(uuids)
 
+    def uncertified(self) -> GtidSet | None:
+        """GTIDs of its gtid_executed the group never certified: outside its applier's received
+        set, outside the group's UUIDs and outside its asynchronous channels' Retrieved_Gtid_Set
+        (None when gtid_executed was not read)."""
+        known = self.known_set()
+        if known is None:
+            return None
+        out = known - (self.applier_received or GtidSet.EMPTY) - self.async_retrieved
+        for uuid in self.group_uuids():
+            out = out - out.for_uuid(uuid)
+        return out
+
     def known_set(self) -> GtidSet | None:
         """gtid_executed ∪ the applier's received set: what distributed recovery counts as the
         member's (``Group_member_info::get_gtid_executed`` and ``get_gtid_retrieved``)."""
@@ -217,11 +229,7 @@ def check_group_member_errant(members: Sequence[GroupMember]) -> list[Finding]:
         if not others:
             continue
         group = group_set(others)
-        candidates = known - m.async_retrieved
-        if m.state == "ONLINE":
-            candidates = candidates - (m.applier_received or GtidSet.EMPTY)
-            for uuid in m.group_uuids():
-                candidates = candidates - candidates.for_uuid(uuid)
+        candidates = m.uncertified() if m.state == "ONLINE" else known - m.async_retrieved
         errant = candidates - group
         if not errant:
             continue
@@ -398,12 +406,12 @@ def check_group_member_purged_replica_gtids(members: Sequence[GroupMember],
                     continue
                 outcome = simulate_auto_position_reconnect(other.snapshot, announced)
                 if outcome.purge_verdict == ReconnectKind.SOURCE_PURGED_REQUIRED and outcome.missing:
-                    refusals.append((other, outcome))
+                    refusals.append((other, outcome, announced))
             if not refusals:
                 continue
-            other, outcome = max(refusals, key=lambda r: (r[1].missing.count(), r[0].name))
+            other, outcome, announced = max(refusals, key=lambda r: (r[1].missing.count(), r[0].name))
             channel = rep.channel.channel_name or ""
-            names = ", ".join(o.name for o, _ in refusals)
+            names = ", ".join(o.name for o, _, _ in refusals)
             findings.append(_finding(
                 "group_member_purged_replica_gtids", rep.name,
                 f"After a primary failover in group {source.group_name}, {names} would refuse this replica",
@@ -413,7 +421,7 @@ def check_group_member_purged_replica_gtids(members: Sequence[GroupMember],
                 f"({_short(outcome.missing)}).",
                 source=other.name, channel=channel, gtid_set=outcome.missing,
                 evidence={"group_name": source.group_name, "current_source": source_name,
-                          "refused_by": names, "replica_gtid_set": _text(rep.announced(other.snapshot)),
+                          "refused_by": names, "replica_gtid_set": _text(announced),
                           "member_gtid_purged": _text(other.snapshot.gtid_purged),
                           "reconnect_rule": outcome.rule}))
     return findings
@@ -458,10 +466,7 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
     rows: list[dict] = []
     siblings: list[dict] = []
     # the old primary, should it come back: the join check against the group
-    local = (primary.known_set() or GtidSet.EMPTY) - (primary.applier_received or GtidSet.EMPTY) - primary.async_retrieved
-    for uuid in primary.group_uuids():
-        local = local - local.for_uuid(uuid)
-    extra = local - promoted_set
+    extra = (primary.uncertified() or GtidSet.EMPTY) - promoted_set
     siblings.append(dict(sibling=primary.name, sibling_role="source",
                          sibling_result="refused" if extra else "streams",
                          refusal="ER_GRP_RPL_MEMBER_TRANS_GREATER_THAN_GRP" if extra else None,
