@@ -453,8 +453,11 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
     ``source``: distributed recovery's join check, see :func:`check_group_member_errant`) and
     each asynchronous replica of the primary (role ``replica``: its channel moved to the elected
     member, that member's dump thread's answer). The elected member applies its backlog of
-    certified transactions first (``pending_relay``): nothing the group certified is lost. No
-    rows when the group is not single-primary, has no primary, or the election is undetermined."""
+    certified transactions first (``pending_relay``): nothing the group certified is lost, so a
+    replica's GTIDs count as lost only when the primary never certified them
+    (:meth:`GroupMember.uncertified`); a replica read after the elected member and ahead of it
+    is not. No rows when the group is not single-primary, has no primary, or the election is
+    undetermined."""
     election = predict_primary(members)
     if election is None or election.elected is None:
         return []
@@ -465,8 +468,9 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
     promoted = _replace_executed(elected.snapshot, promoted_set)
     rows: list[dict] = []
     siblings: list[dict] = []
+    primary_uncertified = primary.uncertified() or GtidSet.EMPTY
     # the old primary, should it come back: the join check against the group
-    extra = (primary.uncertified() or GtidSet.EMPTY) - promoted_set
+    extra = primary_uncertified - promoted_set
     siblings.append(dict(sibling=primary.name, sibling_role="source",
                          sibling_result="refused" if extra else "streams",
                          refusal="ER_GRP_RPL_MEMBER_TRANS_GREATER_THAN_GRP" if extra else None,
@@ -484,7 +488,10 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
         outcome = simulate_auto_position_reconnect(promoted, announced)
         result = ("refused" if outcome.refused else "undetermined" if outcome.kind == ReconnectKind.UNDETERMINED
                   else "streams")
-        lost = (announced - promoted_set) & (primary.snapshot.gtid_executed or GtidSet.EMPTY)
+        # Only what the group never certified can be lost: a certified transaction was delivered
+        # to every ONLINE member before the primary committed it, so the elected member applies it
+        # even when the replica was read after the elected member and already has it.
+        lost = (announced - promoted_set) & primary_uncertified
         siblings.append(dict(sibling=rep.name, sibling_role="replica", sibling_result=result,
                              refusal=outcome.error, reconnect_rule=outcome.rule or None,
                              sibling_gtid_set=_text(announced),

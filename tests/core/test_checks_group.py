@@ -144,3 +144,42 @@ def test_election_is_undetermined_without_a_weight_and_absent_in_multi_primary_m
     assert e.elected is None and "weight" in e.undetermined
     mp = [member(n, u, "ONLINE", f"{G}:1-9", role="PRIMARY", single_primary=False) for n, u in (("a", A), ("b", B))]
     assert predict_primary(views(*mp)) is None
+
+
+def async_replica(name, uuid, executed, retrieved):
+    from gtid_core.checks.group import AsyncReplica
+    from gtid_core.snapshots import ChannelSnapshot
+
+    snap = ServerSnapshot(name=name, server_uuid=uuid, version=MySQLVersion.parse("9.7.4"),
+                          gtid_executed=GtidSet.parse(executed), gtid_purged=GtidSet.parse(""))
+    channel = ChannelSnapshot(channel_name="", source_uuid=A, io_running="Yes", sql_running="Yes",
+                              auto_position=True, retrieved_gtid_set=GtidSet.parse(retrieved))
+    return AsyncReplica(snapshot=snap, channel=channel)
+
+
+def test_a_replica_read_after_the_elected_member_loses_nothing_the_group_certified():
+    # busy group: the elected member was read first, the primary and its replica 30 transactions later
+    from gtid_core.checks.group import group_failover_rows
+
+    a = member("a", A, "ONLINE", f"{G}:1-130", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-100", received=f"{G}:1-101", weight=70)
+    c = member("c", C, "ONLINE", f"{G}:1-120")
+    r = async_replica("r", X, f"{G}:1-128", f"{G}:1-130")
+    rows = group_failover_rows(views(a, b, c), {"a": [r]})
+    assert {(row["candidate"], row["sibling"]) for row in rows} == {("b", "a"), ("b", "r")}
+    assert {row["verdict"] for row in rows} == {"safe_after_catch_up"}
+    assert all(row["lost_count"] == 0 for row in rows)
+
+
+def test_a_write_the_group_never_certified_is_lost_when_only_a_replica_has_it():
+    # the primary holds a transaction of its own UUID (written outside the group) that its async
+    # replica received and the elected member never will
+    from gtid_core.checks.group import group_failover_rows
+
+    a = member("a", A, "ONLINE", f"{G}:1-130,{A}:1", received=f"{G}:1-130", role="PRIMARY")
+    b = member("b", B, "ONLINE", f"{G}:1-130", weight=70)
+    r = async_replica("r", X, f"{G}:1-130,{A}:1", f"{G}:1-130,{A}:1")
+    rows = group_failover_rows(views(a, b), {"a": [r]})
+    assert {row["verdict"] for row in rows} == {"loses_transactions"}
+    [rep] = [row for row in rows if row["sibling"] == "r"]
+    assert rep["lost_gtid_set"] == f"{A}:1"
