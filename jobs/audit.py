@@ -6,7 +6,10 @@ Arrow batches (``jobs.audit_tasks``); rows stay on the executors:
 1. snapshots: ``servers`` + ``binary_logs`` -> one snapshot row per readable server;
 2. pairs: ``channels`` whose ``source_server`` the collector resolved, joined with the replica's
    snapshot and relay-log tail, grouped by source and joined with the source's snapshot (its
-   binary-log headers travel once per source) -> ``check_source_batches``;
+   binary-log headers travel once per source) -> ``source_batches``, one pass per source: the
+   pair checks' and the failover model's findings, the ``failover_readiness`` rows and the
+   report's purge horizons, cached once and read three times; replication groups the same way
+   (``group_batches``: group findings and the elected member's readiness rows);
 3. servers: each snapshot with the previous audited run's -> ``check_server_batches``;
    identities: the snapshots grouped by server_uuid, and by (replication group, server_id) with
    the groups from a label propagation over the channels -> ``identity_batches``;
@@ -252,6 +255,35 @@ def _horizon_spark_schema():
                          *[fields[c] for c in audit_tasks.HORIZON_COLUMNS[3:]]])
 
 
+def _source_output_spark_schema():
+    """Spark's side of :func:`jobs.audit_tasks.source_output_arrow_schema`: ``output`` and one
+    nullable struct per output, every field nullable."""
+    from pyspark.sql import types as T
+
+    from schemas.failover import FAILOVER_READINESS
+
+    parts = {"finding": _raw_spark_schema(), "readiness": FAILOVER_READINESS.to_spark(),
+             "horizon": _horizon_spark_schema()}
+    return T.StructType([T.StructField("output", T.StringType(), False)] + [
+        T.StructField(name, T.StructType([T.StructField(f.name, f.dataType, True) for f in parts[name].fields]), True)
+        for name in audit_tasks.SOURCE_OUTPUTS])
+
+
+def source_output_frame(sources_df, *, run_id: str | None = None, run_date=None):
+    """One pass over :func:`source_frame` (``jobs.audit_tasks.source_batches``): findings,
+    ``failover_readiness`` rows and purge horizons, tagged by ``output``; read them with
+    :func:`output_of` (persist it first when more than one is read)."""
+    return sources_df.mapInArrow(functools.partial(audit_tasks.source_batches, run_id=run_id, run_date=run_date),
+                                 _source_output_spark_schema())
+
+
+def output_of(tagged_df, name: str):
+    """The rows of one output of a tagged frame (:func:`_source_output_spark_schema`), as columns."""
+    from pyspark.sql import functions as F
+
+    return tagged_df.where(F.col("output") == name).select(f"{name}.*")
+
+
 def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
     """``collection_failed`` / ``collection_partial`` and ``source_unresolved`` /
     ``source_uuid_mismatch`` findings, as DataFrames."""
@@ -271,7 +303,7 @@ def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
 def report_input_frames(servers_df, channels_df, horizon_df, readiness_df, findings_df, *, run_id: str, run_date):
     """The report's input tables (``schemas/report.py``) as DataFrames, made on the executors:
     ``report_pairs`` (every channel with its resolved source, both ends' status, the purge
-    margin from ``horizon_df`` (:func:`jobs.audit_tasks.purge_horizon_batches`) and the
+    margin from ``horizon_df`` (:func:`jobs.audit_tasks.source_outputs`) and the
     candidate's verdict from the written ``failover_readiness``), ``report_servers`` (the
     inventory's servers and those known only from a finding) and ``report_clusters`` (per
     cluster label: size, failures, pairs, open findings and risk). Returns the three frames in
@@ -349,17 +381,16 @@ def report_group_frame(group_df, *, run_id: str, run_date):
 
 
 def write_report_inputs(spark, warehouse: str, *, run_id: str, run_date, servers_df, channels_df,
-                        sources_df, group_df=None) -> None:
+                        horizon_df, group_df=None) -> None:
     """Write the report's input tables of a run (``schemas/report.py``), one commit each, from the
-    run's ``servers``, ``channels`` and ``group_replication`` (``group_df``; None: no group),
-    :func:`source_frame` (the purge horizons are computed on the executors by
-    :func:`jobs.audit_tasks.purge_horizon_batches`) and the already written ``findings`` and
-    ``failover_readiness`` of the run (read back, not recomputed)."""
+    run's ``servers``, ``channels`` and ``group_replication`` (``group_df``; None: no group), the
+    purge horizons (``horizon_df``: the ``horizon`` output of :func:`jobs.audit_tasks.source_batches`)
+    and the already written ``findings`` and ``failover_readiness`` of the run (read back, not
+    recomputed)."""
     from jobs.delta_io import write_run_frame
     from schemas.report import REPORT_TABLES
 
-    horizon = sources_df.mapInArrow(audit_tasks.purge_horizon_batches, _horizon_spark_schema())
-    frames = report_input_frames(servers_df, channels_df, horizon,
+    frames = report_input_frames(servers_df, channels_df, horizon_df,
                                  _read_or_empty(spark, warehouse, "failover_readiness", run_id),
                                  _read_or_empty(spark, warehouse, "findings", run_id), run_id=run_id, run_date=run_date)
     frames = (*frames, report_group_frame(group_df if group_df is not None else _empty(spark, "group_replication"),
@@ -727,10 +758,9 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
     sources = source_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry)).persist(
         StorageLevel.MEMORY_AND_DISK)
-    pair_findings = sources.mapInArrow(audit_tasks.check_source_batches, _raw_spark_schema())
-    readiness = sources.mapInArrow(
-        functools.partial(audit_tasks.failover_batches, run_id=run_id, run_date=run_date),
-        FAILOVER_READINESS.to_spark())
+    # one pass over each source: pair checks, failover model, purge horizons (cached: three readers)
+    source_out = source_output_frame(sources, run_id=run_id, run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
+    pair_findings, readiness, horizon = (output_of(source_out, name) for name in audit_tasks.SOURCE_OUTPUTS)
     server_findings = server_frame(snaps, previous_snaps).mapInArrow(
         audit_tasks.check_server_batches, _raw_spark_schema())
     collection, resolution = job_finding_frames(servers, errors, channels, registry)
@@ -739,10 +769,11 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         log.warning("replication groups did not converge in %d rounds: server_id is compared within the "
                     "groups found so far (a shared server_id may be missed, none is invented)", groups.rounds)
     replication_groups = group_frame(snaps, group_rows, group_views, channels).persist(StorageLevel.MEMORY_AND_DISK)
-    group_findings = replication_groups.mapInArrow(audit_tasks.group_batches, _raw_spark_schema())
-    readiness = readiness.unionByName(replication_groups.mapInArrow(
-        functools.partial(audit_tasks.group_failover_batches, run_id=run_id, run_date=run_date),
-        FAILOVER_READINESS.to_spark()))
+    group_out = replication_groups.mapInArrow(
+        functools.partial(audit_tasks.group_batches, run_id=run_id, run_date=run_date),
+        _source_output_spark_schema()).persist(StorageLevel.MEMORY_AND_DISK)
+    group_findings = output_of(group_out, "finding")
+    readiness = readiness.unionByName(output_of(group_out, "readiness"))
     raw = (pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
            .unionByName(identity_frame(snaps, channels, groups.frame)).unionByName(group_findings))
     current = (raw.groupBy("finding_key").agg(F.collect_list(F.struct(*RAW_FINDING_COLUMNS)).alias("rows"))
@@ -763,7 +794,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         write_run_frame(spark, ALERTS, alerts_df, warehouse=warehouse, run_id=run_id, run_date=run_date)
         write_run_frame(spark, FAILOVER_READINESS, readiness, warehouse=warehouse, run_id=run_id, run_date=run_date)
         write_report_inputs(spark, warehouse, run_id=run_id, run_date=run_date, servers_df=servers,
-                            channels_df=channels, sources_df=sources, group_df=group_rows)
+                            channels_df=channels, horizon_df=horizon, group_df=group_rows)
         overwrite_frame(spark, UUID_REGISTRY, registry, warehouse=warehouse)
         pairs_audited = (channels.where(F.col("source_server").isNotNull())
                          .join(snaps.select(F.col("server").alias("_r")), F.col("server") == F.col("_r"))
@@ -774,7 +805,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         for df in (joined, current):
             df.unpersist()
         groups.unpersist()
-        for df in (sources, snaps, registry, replication_groups):
+        for df in (source_out, group_out, sources, snaps, registry, replication_groups):
             df.unpersist()
         rules_b.destroy()
 

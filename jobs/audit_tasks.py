@@ -8,8 +8,9 @@ calls these functions and writes what they return.
 * converters: table rows -> gtid_core snapshots (:func:`server_snapshot`, :func:`channel_snapshot`,
   :func:`relay_tail_rows`, :func:`identity_server`), the one place where table column names meet
   the server's;
-* checks: :func:`check_source_batches` (one row per source with all its pairs: the source's
-  binary-log headers are parsed once per source), :func:`check_server_batches`,
+* checks: :func:`source_batches` (one row per source with all its pairs, one pass: the source's
+  binary-log headers are parsed and its failover model computed once, findings, readiness rows
+  and purge horizons out), :func:`group_batches`, :func:`check_server_batches`,
   :func:`identity_batches` (one row per shared server_uuid or server_id);
 * job findings: :func:`collection_finding_batches`, :func:`resolution_finding_batches`;
 * the findings of a run: :func:`finalize_batches` (one row per key, silences) and
@@ -32,18 +33,19 @@ __all__ = [
     "channel_snapshot",
     "relay_tail_rows",
     "collection_findings",
-    "check_source_batches",
+    "source_batches",
+    "source_outputs",
     "check_server_batches",
     "collection_finding_batches",
     "resolution_finding_batches",
     "finalize_batches",
     "history_batches",
-    "failover_batches",
+    "group_batches",
+    "group_outputs",
     "identity_server",
     "identity_findings",
     "identity_batches",
     "purge_horizon",
-    "purge_horizon_batches",
 ]
 
 #: Columns of a finding as the checks produce it (before history and silences).
@@ -345,58 +347,122 @@ def apply_silences(rows: Sequence[Mapping[str, Any]], silences: Sequence[Silence
 
 
 
-def check_source_batches(batches: Iterator[Any], registry: Any = None) -> Iterator[Any]:
-    """mapInArrow body: one input row per source (``source_snapshot``: its servers row with its
-    ``binary_logs``; ``pairs``: one struct per replica channel resolved to it, with ``channel``,
-    ``replica``, ``relay_tail`` and ``all_channels``), findings rows out. The source's snapshot,
-    binary-log headers included, is parsed once for all its replicas. Each pair's ``uuid_owners``
-    (``jobs.audit.uuid_owner_frame``: the UUID registry's entries of the UUIDs it holds) name the
-    owner of an errant UUID; ``registry`` (server_uuid -> server), when given, is used instead."""
+#: What one pass over a source row yields (:func:`source_batches`): the pair and failover
+#: checks' findings, the ``failover_readiness`` rows and the report's purge horizons.
+SOURCE_OUTPUTS = ("finding", "readiness", "horizon")
+_FLUSH_ROWS = 4096   # rows per Arrow batch out: a source with hundreds of replicas is cut, not held whole
+#: Input rows turned into Python objects at a time: an Arrow batch holds up to
+#: ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000) source rows, each with up to 500
+#: binary-log headers and every replica's snapshot; as Python dicts that is gigabytes.
+_SLICE_ROWS = 64
+
+
+def source_output_arrow_schema():
+    """The Arrow schema of :func:`source_batches`' rows: ``output`` (one of
+    :data:`SOURCE_OUTPUTS`) and one nullable struct per output, only that one set; every field
+    nullable (``jobs.audit`` selects each struct's fields back into its table's schema)."""
     import pyarrow as pa
 
+    parts = {"finding": _raw_arrow_schema(), "readiness": _arrow_schema("failover_readiness"),
+             "horizon": _horizon_arrow_schema()}
+    return pa.schema([pa.field("output", pa.string(), False)]
+                     + [pa.field(name, pa.struct([f.with_nullable(True) for f in parts[name]]))
+                        for name in SOURCE_OUTPUTS])
+
+
+def source_batches(batches: Iterator[Any], *, run_id: str | None = None, run_date: Any = None,
+                   registry: Any = None) -> Iterator[Any]:
+    """mapInArrow body: one input row per source (``source_snapshot``: its servers row with its
+    ``binary_logs``; ``pairs``: one struct per replica channel resolved to it, with ``channel``,
+    ``replica``, ``relay_tail``, ``all_channels`` and ``uuid_owners``), and one pass over it:
+    the source's snapshot, binary-log headers included, and each replica's are parsed once, the
+    failover model is computed once, and :func:`source_outputs` says what comes out
+    (:func:`source_output_arrow_schema`; at most ``_FLUSH_ROWS`` rows per batch out).
+    ``registry`` (server_uuid -> server, or a broadcast of it), when given, names errant UUIDs'
+    owners instead of each pair's ``uuid_owners``."""
+    fixed = dict(getattr(registry, "value", registry)) if registry is not None else None
+    return _tagged_batches(batches, lambda r, cache: source_outputs(r, cache, run_id=run_id, run_date=run_date,
+                                                                    registry=fixed))
+
+
+def _tagged_batches(batches: Iterator[Any], outputs_of) -> Iterator[Any]:
+    """Arrow batches of ``outputs_of(row, snapshot cache)``'s (output, row) pairs for each input
+    row, at most ``_FLUSH_ROWS`` per batch. Input rows become Python objects ``_SLICE_ROWS`` at a
+    time, and the snapshot cache lives for one slice."""
+    import pyarrow as pa
+
+    schema = source_output_arrow_schema()
+    for batch in batches:
+        out: list[dict[str, Any]] = []
+        for start in range(0, batch.num_rows, _SLICE_ROWS):
+            cache = _SnapshotCache()
+            for r in batch.slice(start, _SLICE_ROWS).to_pylist():
+                for output, row in outputs_of(r, cache):
+                    out.append({"output": output, output: row})
+                    if len(out) >= _FLUSH_ROWS:
+                        yield pa.RecordBatch.from_pylist(out, schema=schema)
+                        out = []
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def source_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *, run_id: str | None, run_date: Any,
+                   registry: Mapping[str, str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Everything one source row gives, as (output, row) pairs:
+
+    * ``finding``: the failover findings of its replicas (:func:`gtid_core.failover.failover_findings`)
+      and each pair's checks (:func:`gtid_core.checks.run_pair_checks`); an unparseable source or
+      replica is one ``snapshot_invalid`` per pair, never a failed task;
+    * ``readiness``: its ``failover_readiness`` rows, from the same model;
+    * ``horizon``: per pair whose replica lacks something, what a reconnect would do now
+      (:func:`purge_horizon`), for the report's ``report_pairs``.
+    """
     from gtid_core.checks import FleetContext, run_pair_checks
     from gtid_core.errors import GtidCoreError
+    from gtid_core.failover import failover_findings, failover_rows
     from gtid_core.relay_log import events_from_rows
 
-    schema = _raw_arrow_schema()
-    fixed = dict(getattr(registry, "value", registry)) if registry is not None else None
-    for batch in batches:
-        replicas = _SnapshotCache()
-        out: list[dict[str, Any]] = []
-        for r in batch.to_pylist():
-            src = r["source_snapshot"]
-            try:
-                source = server_snapshot(src)
-                source_error = None
-            except GtidCoreError as exc:
-                source, source_error = None, exc
-            model = _failover_model(source, src, r["pairs"] or [], replicas) if source is not None else None
-            if model is not None:
-                from gtid_core.failover import failover_findings
-
-                out.extend(_finding_to_row(f, src.get("cluster")) for f in failover_findings(model))
-            for pair in r["pairs"] or []:
-                rep, ch = pair["replica"], pair["channel"]
-                name = ch.get("channel_name") or ""
-                if source_error is not None:
-                    out.append(_invalid(rep, source_error, source=src["server"], channel=name))
-                    continue
-                try:
-                    replica = replicas.get(rep)
-                    channel = channel_snapshot(ch)
-                    tail = None
-                    if ch.get("relay_tail_events") is not None:  # NULL: the tail was not read
-                        tail = events_from_rows(relay_tail_rows(pair["relay_tail"] or []))
-                    owners = fixed if fixed is not None else {
-                        o["server_uuid"]: o["server"] for o in pair.get("uuid_owners") or ()}
-                    fleet = FleetContext(uuid_registry=owners,
-                                         other_channels_gtids=_other_channels_gtids(pair, name))
-                    found = run_pair_checks(replica, channel, source, tail, fleet)
-                except GtidCoreError as exc:
-                    out.append(_invalid(rep, exc, source=src["server"], channel=name))
-                    continue
-                out.extend(_finding_to_row(f, rep.get("cluster")) for f in found)
-        yield pa.RecordBatch.from_pylist(out, schema=schema)
+    src = r["source_snapshot"]
+    # collect_list's order follows the shuffle: sorted, the texts that list siblings are the same every night
+    pairs = sorted(r["pairs"] or [], key=lambda p: (p["replica"]["server"], p["channel"].get("channel_name") or ""))
+    try:
+        source, source_error = server_snapshot(src), None
+    except GtidCoreError as exc:
+        source, source_error = None, exc
+    model = _failover_model(source, src, pairs, replicas) if source is not None else None
+    if model is not None:
+        cluster = src.get("cluster")
+        for f in failover_findings(model):
+            yield "finding", _finding_to_row(f, cluster)
+        for row in failover_rows(model, run_id=run_id, run_date=run_date, cluster=cluster):
+            yield "readiness", row
+    for pair in pairs:
+        rep, ch = pair["replica"], pair["channel"]
+        name = ch.get("channel_name") or ""
+        if source_error is not None:
+            yield "finding", _invalid(rep, source_error, source=src["server"], channel=name)
+            continue
+        try:
+            replica = replicas.get(rep)
+            channel = channel_snapshot(ch)
+            tail = None
+            if ch.get("relay_tail_events") is not None:  # NULL: the tail was not read
+                tail = events_from_rows(relay_tail_rows(pair["relay_tail"] or []))
+            owners = registry if registry is not None else {
+                o["server_uuid"]: o["server"] for o in pair.get("uuid_owners") or ()}
+            fleet = FleetContext(uuid_registry=owners, other_channels_gtids=_other_channels_gtids(pair, name))
+            found = run_pair_checks(replica, channel, source, tail, fleet)
+        except GtidCoreError as exc:
+            yield "finding", _invalid(rep, exc, source=src["server"], channel=name)
+            continue
+        for f in found:
+            yield "finding", _finding_to_row(f, rep.get("cluster"))
+        try:
+            horizon = purge_horizon(source, src, replica, channel)
+        except (GtidCoreError, ValueError):
+            continue
+        if horizon is not None:
+            yield "horizon", {"replica": rep["server"], "channel": name, "source": src["server"], **horizon}
 
 
 def collection_finding_batches(batches: Iterator[Any]) -> Iterator[Any]:
@@ -478,7 +544,7 @@ def _failover_model(source: Any, src: Mapping[str, Any], pairs: Sequence[Mapping
     from gtid_core.failover import FailoverReplica, model_failover
 
     if src.get("group_member_state") in IN_GROUP_STATES:
-        return None  # the group elects a member: jobs.audit.with_group_state, group_failover_batches
+        return None  # the group elects a member: jobs.audit.with_group_state, group_batches
     try:
         replicas = [FailoverReplica(cache.get(p["replica"]), channel_snapshot(p["channel"]),
                                     other_channels_gtids=_other_channels_gtids(p, p["channel"].get("channel_name") or ""))
@@ -488,30 +554,7 @@ def _failover_model(source: Any, src: Mapping[str, Any], pairs: Sequence[Mapping
     return model_failover(source, replicas, source_name=src["server"]) if replicas else None
 
 
-def failover_batches(batches: Iterator[Any], *, run_id: str, run_date: Any) -> Iterator[Any]:
-    """mapInArrow body over the same rows as :func:`check_source_batches`: the
-    ``failover_readiness`` rows of each source (one per candidate and sibling)."""
-    import pyarrow as pa
-
-    from gtid_core.errors import GtidCoreError
-    from gtid_core.failover import failover_rows
-
-    schema = _arrow_schema("failover_readiness")
-    for batch in batches:
-        cache = _SnapshotCache()
-        out: list[dict[str, Any]] = []
-        for r in batch.to_pylist():
-            src = r["source_snapshot"]
-            try:
-                model = _failover_model(server_snapshot(src), src, r["pairs"] or [], cache)
-            except GtidCoreError:
-                continue
-            if model is not None:
-                out.extend(failover_rows(model, run_id=run_id, run_date=run_date, cluster=src.get("cluster")))
-        yield pa.RecordBatch.from_pylist(out, schema=schema)
-
-
-#: Columns of :func:`purge_horizon_batches`' rows (report_pairs' purge-horizon part, keyed by pair).
+#: Columns of the ``horizon`` output of :func:`source_outputs` (report_pairs' purge-horizon part, keyed by pair).
 HORIZON_COLUMNS = ("replica", "channel", "source", "lacking_count", "purge_margin", "binary_logs", "start_file",
                    "reconnect")
 
@@ -552,38 +595,13 @@ def purge_horizon(source: Any, src: Mapping[str, Any], replica: Any, channel: An
             "binary_logs": len(names), "start_file": outcome.start_file, "reconnect": reconnect}
 
 
-def purge_horizon_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body over the same rows as :func:`check_source_batches`: one row per pair whose
-    replica lacks transactions its source still has or refuses (:func:`purge_horizon`), for the
-    report's ``report_pairs`` table. Rows out never carry more than one pair."""
+def _horizon_arrow_schema():
     import pyarrow as pa
-
-    from gtid_core.errors import GtidCoreError
 
     fields = {"replica": pa.string(), "channel": pa.string(), "source": pa.string(), "lacking_count": pa.int64(),
               "purge_margin": pa.int32(), "binary_logs": pa.int32(), "start_file": pa.string(),
               "reconnect": pa.string()}
-    schema = pa.schema([pa.field(c, fields[c]) for c in HORIZON_COLUMNS])
-    for batch in batches:
-        replicas = _SnapshotCache()
-        for r in batch.to_pylist():
-            src = r["source_snapshot"]
-            out: list[dict[str, Any]] = []
-            try:
-                source = server_snapshot(src)
-            except GtidCoreError:
-                continue
-            for pair in r["pairs"] or []:
-                ch = pair["channel"]
-                try:
-                    row = purge_horizon(source, src, replicas.get(pair["replica"]), channel_snapshot(ch))
-                except (GtidCoreError, ValueError):
-                    continue
-                if row is not None:
-                    out.append({"replica": pair["replica"]["server"], "channel": ch.get("channel_name") or "",
-                                "source": src["server"], **row})
-            if out:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
+    return pa.schema([pa.field(c, fields[c]) for c in HORIZON_COLUMNS])
 
 
 def group_member(row: Mapping[str, Any]):
@@ -620,7 +638,7 @@ def _group(members: Sequence[Mapping[str, Any]]):
     from gtid_core.checks.group import AsyncReplica
 
     parsed, replicas, invalid, cluster = [], {}, [], {}
-    for row in members:
+    for row in sorted(members, key=lambda m: m["snapshot"]["server"]):
         snap = row["snapshot"]
         cluster[snap["server"]] = snap.get("cluster")
         try:
@@ -628,7 +646,7 @@ def _group(members: Sequence[Mapping[str, Any]]):
         except Exception as exc:  # noqa: BLE001 -- bad input is a finding, never a failed task
             invalid.append(_invalid(snap, exc))
             continue
-        for pair in row.get("replicas") or ():
+        for pair in sorted(row.get("replicas") or (), key=lambda p: p["replica"]["server"]):
             rep = pair["replica"]
             cluster[rep["server"]] = rep.get("cluster")
             try:
@@ -639,44 +657,29 @@ def _group(members: Sequence[Mapping[str, Any]]):
     return parsed, replicas, invalid, cluster
 
 
-def group_findings(members: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Findings rows of one replication group (``members`` of a :func:`jobs.audit.group_frame` row)."""
-    from gtid_core.checks.group import run_group_checks
+def group_outputs(members: Sequence[Mapping[str, Any]], *, run_id: str | None = None,
+                  run_date: Any = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Everything one replication group (``members`` of a :func:`jobs.audit.group_frame` row)
+    gives, its members parsed once: ``finding`` rows (the group checks, and snapshot_invalid for
+    a member that does not parse) and, for a single-primary group, its ``readiness`` rows
+    (gtid_core.checks.group.group_failover_rows)."""
+    from gtid_core.checks.group import group_failover_rows, run_group_checks
 
-    parsed, replicas, out, cluster = _group(members)
-    out.extend(_finding_to_row(f, cluster.get(f.server)) for f in run_group_checks(parsed, replicas))
-    return out
-
-
-def group_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body over ``jobs.audit.group_frame``: one row per replication group, the
-    group checks' findings out."""
-    import pyarrow as pa
-
-    schema = _raw_arrow_schema()
-    for batch in batches:
-        out: list[dict[str, Any]] = []
-        for r in batch.to_pylist():
-            out.extend(group_findings(r["members"] or []))
-        yield pa.RecordBatch.from_pylist(out, schema=schema)
+    parsed, replicas, invalid, cluster = _group(members)
+    for row in invalid:
+        yield "finding", row
+    for f in run_group_checks(parsed, replicas):
+        yield "finding", _finding_to_row(f, cluster.get(f.server))
+    primary = next((m.name for m in parsed if m.role == "PRIMARY"), None)
+    for row in group_failover_rows(parsed, replicas, run_id=run_id, run_date=run_date, cluster=cluster.get(primary)):
+        yield "readiness", row
 
 
-def group_failover_batches(batches: Iterator[Any], *, run_id: str, run_date: Any) -> Iterator[Any]:
-    """mapInArrow body over ``jobs.audit.group_frame``: the ``failover_readiness`` rows of each
-    single-primary group (gtid_core.checks.group.group_failover_rows)."""
-    import pyarrow as pa
-
-    from gtid_core.checks.group import group_failover_rows
-
-    schema = _arrow_schema("failover_readiness")
-    for batch in batches:
-        out: list[dict[str, Any]] = []
-        for r in batch.to_pylist():
-            parsed, replicas, _invalid_rows, cluster = _group(r["members"] or [])
-            primary = next((m.name for m in parsed if m.role == "PRIMARY"), None)
-            out.extend(group_failover_rows(parsed, replicas, run_id=run_id, run_date=run_date,
-                                           cluster=cluster.get(primary)))
-        yield pa.RecordBatch.from_pylist(out, schema=schema)
+def group_batches(batches: Iterator[Any], *, run_id: str | None = None, run_date: Any = None) -> Iterator[Any]:
+    """mapInArrow body over ``jobs.audit.group_frame``: one row per replication group,
+    :func:`group_outputs` out in :func:`source_output_arrow_schema`'s layout (no ``horizon``)."""
+    return _tagged_batches(batches, lambda r, _cache: group_outputs(r["members"] or [], run_id=run_id,
+                                                                    run_date=run_date))
 
 
 def identity_batches(batches: Iterator[Any]) -> Iterator[Any]:

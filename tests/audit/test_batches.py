@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from jobs.audit_tasks import check_server_batches, check_source_batches
+from jobs.audit_tasks import check_server_batches, source_batches
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
@@ -26,13 +26,26 @@ def pair(replica, channel, all_channels=None):
 
 
 def source(src, *pairs):
-    """One input row of check_source_batches: a source and every pair resolved to it."""
+    """One input row of source_batches: a source and every pair resolved to it."""
     return {"source_snapshot": src, "pairs": list(pairs)}
 
 
 def run(rows, body, *args):
     (out,) = list(body(iter([pa.RecordBatch.from_pylist(rows)]), *args))
     return out.to_pylist()
+
+
+def outputs(rows, registry):
+    """source_batches' rows, by output: {'finding': [...], 'readiness': [...], 'horizon': [...]}."""
+    out = {"finding": [], "readiness": [], "horizon": []}
+    for batch in source_batches(iter([pa.RecordBatch.from_pylist(rows)]), registry=registry):
+        for r in batch.to_pylist():
+            out[r["output"]].append(r[r["output"]])
+    return out
+
+
+def check_source(rows, registry):
+    return outputs(rows, registry)["finding"]
 
 
 def pair_findings(rows):
@@ -47,7 +60,7 @@ def test_bad_value_becomes_a_finding():
     src = snap("src", A, f"{A}:1-10")
     rows = [source(src, pair(snap("r1", B, "not-a-gtid-set"), chan("", A, f"{A}:1-10")),
                    pair(snap("r2", C, f"{A}:1-10"), chan("", A, f"{A}:1-10")))]
-    out = run(rows, check_source_batches, {A: "src", B: "r1", C: "r2"})
+    out = check_source(rows, {A: "src", B: "r1", C: "r2"})
     assert [(r["check_id"], r["server"], r["source"]) for r in out] == [("snapshot_invalid", "r1", "src")]
     assert "'not-a-gtid-set'" in out[0]["detail"]
 
@@ -58,14 +71,13 @@ def test_other_channel_gtids_are_not_errant():
     replica = snap("r", C, f"{A}:1-10,{B}:1-5")
     every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-10", "source_gtid_executed": f"{A}:1-10"},
              {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_gtid_executed": f"{B}:1-5"}]
-    out = run([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every))], check_source_batches, {})
+    out = check_source([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every))], {})
     assert pair_findings(out) == []
     # promoted, r would stream its billing channel's GTIDs into src: a warning on both readiness findings
     # (issue 18, defect 6), never a critical, for it loses nothing and refuses nobody
     assert sorted((r["check_id"], r["severity"], r["gtid_set"]) for r in out) == [
         ("failover_candidate_unsafe", "warning", f"{B}:1-5"), ("no_safe_failover_candidate", "warning", None)]
-    out = pair_findings(run([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every[:1]))],
-                            check_source_batches, {}))
+    out = pair_findings(check_source([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every[:1]))], {}))
     assert [(r["check_id"], r["gtid_set"], r["channel"]) for r in out] == [("errant_transactions", f"{B}:1-5", "orders")]
 
 
@@ -82,10 +94,72 @@ def test_an_unparseable_source_fails_each_of_its_pairs_not_the_batch():
     bad, good = snap("src", A, "garbage"), snap("src2", B, f"{B}:1-5")
     rows = [source(bad, pair(snap("r1", C, f"{A}:1-10"), chan("", A, f"{A}:1-10"))),
             source(good, pair(snap("r2", C, f"{B}:1-5,{C}:1"), chan("", B, f"{B}:1-5")))]
-    out = run(rows, check_source_batches, {})
+    out = check_source(rows, {})
     assert sorted((r["check_id"], r["server"], r["source"]) for r in pair_findings(out)) == [
         ("errant_transactions", "r2", "src2"), ("snapshot_invalid", "r1", "src")]
     # the good source's failover model ran (its only replica has errant GTIDs); the bad one's did not
     assert {r["check_id"] for r in out} - {"errant_transactions", "snapshot_invalid"} == {
         "failover_candidate_unsafe", "no_safe_failover_candidate"}
     assert all(r["source"] != "src" for r in out if r["check_id"].startswith(("failover", "no_safe")))
+
+
+def test_one_pass_gives_findings_readiness_and_horizons_from_one_model():
+    """source_batches parses a source once and yields, from the same failover model, its
+    findings and its failover_readiness rows, and the purge horizon of the replica that lacks
+    transactions; a source with many replicas comes out in batches of at most _FLUSH_ROWS rows."""
+    import jobs.audit_tasks as tasks
+
+    logs = [{"seq": 1, "log_name": "b.000001", "file_size": 100, "encrypted": False,
+             "previous_gtids": "", "previous_gtids_read": True},
+            {"seq": 2, "log_name": "b.000002", "file_size": 100, "encrypted": False,
+             "previous_gtids": f"{A}:1-5", "previous_gtids_read": True}]
+    import datetime as dt
+
+    at = dt.datetime(2026, 11, 25, 3, 0, tzinfo=dt.timezone.utc)
+    src = {**snap("src", A, f"{A}:1-10"), "binary_logs": logs, "read_started_at": at, "read_at": at}
+    # r1 stopped, read after r2: it really lacks what r2 has
+    behind = {**snap("r1", B, f"{A}:1-7"), "read_started_at": at + dt.timedelta(seconds=2),
+              "read_at": at + dt.timedelta(seconds=2)}
+    synced = {**snap("r2", C, f"{A}:1-10"), "read_started_at": at + dt.timedelta(seconds=1),
+              "read_at": at + dt.timedelta(seconds=1)}
+    rows = [source(src, pair(behind, {**chan("", A, f"{A}:1-7"), "io_running": "No", "sql_running": "No"}),
+                   pair(synced, chan("", A, f"{A}:1-10")))]
+    out = outputs(rows, {})
+    assert [(h["replica"], h["source"], h["start_file"], h["purge_margin"], h["lacking_count"])
+            for h in out["horizon"]] == [("r1", "src", "b.000002", 1, 3)]
+    assert {(r["candidate"], r["sibling"]) for r in out["readiness"]} == {
+        ("r1", "src"), ("r1", "r2"), ("r2", "src"), ("r2", "r1")}
+    # r1 lacks what r2 has: promoting r1 is unsafe, and the finding says so for the same candidate
+    verdicts = {(r["candidate"], r["verdict"]) for r in out["readiness"]}
+    assert ("r1", "loses_transactions") in verdicts
+    unsafe = {c for c, v in verdicts if v not in ("safe", "safe_after_catch_up", "undetermined")}
+    assert unsafe == {f["server"] for f in out["finding"] if f["check_id"] == "failover_candidate_unsafe"} == {"r1"}
+
+    many = [source(src, *[pair(snap(f"r{i}", f"{i:08x}-0000-4000-8000-{i:012x}", f"{A}:1-10"), chan("", A, f"{A}:1-10"))
+                          for i in range(1, 12)])]
+    old = tasks._FLUSH_ROWS
+    tasks._FLUSH_ROWS = 50
+    try:
+        sizes = [b.num_rows for b in source_batches(iter([pa.RecordBatch.from_pylist(many)]), registry={})]
+    finally:
+        tasks._FLUSH_ROWS = old
+    assert sum(sizes) >= 11 * 11 and max(sizes) <= 50
+
+
+def test_outputs_do_not_depend_on_the_order_spark_collected_the_pairs_in():
+    """collect_list's order follows the shuffle; the texts that list siblings must not."""
+    import random
+
+    import datetime as dt
+
+    at = dt.datetime(2026, 11, 25, 3, 0, tzinfo=dt.timezone.utc)
+    src = {**snap("src", A, f"{A}:1-10"), "read_started_at": at, "read_at": at}
+    stopped = {"io_running": "No", "sql_running": "No"}
+    pairs = [pair({**snap(f"r{i}", f"{i:08x}-0000-4000-8000-{i:012x}", f"{A}:1-{i}"),
+                   "read_started_at": at + dt.timedelta(seconds=i), "read_at": at + dt.timedelta(seconds=i)},
+                  {**chan("", A, f"{A}:1-{i}"), **stopped})
+             for i in range(3, 9)]
+    first = outputs([source(src, *pairs)], {})
+    random.Random(7).shuffle(pairs)
+    assert outputs([source(src, *pairs)], {}) == first
+    assert first["finding"] and first["readiness"]
