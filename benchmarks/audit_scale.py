@@ -167,14 +167,15 @@ def generate(warehouse: str, n_servers: int, seed: int) -> None:
     spark.stop()
 
 
-def audit(warehouse: str) -> None:
+def audit(warehouse: str, driver_memory: str | None = None) -> None:
     from jobs.audit import audit_run
     from jobs.config import parse_config
     from jobs.spark import build_session
 
     config = parse_config({"warehouse": warehouse, "defaults": {"user": "audit"},
                            "servers": [{"name": "s000000", "host": "s000000.db", "port": 3306}],
-                           "spark": {"master": "local[2]", "app_name": "bench-audit"}})
+                           "spark": {"master": "local[2]", "app_name": "bench-audit",
+                                     "conf": {"spark.driver.memory": driver_memory} if driver_memory else {}}})
     spark = build_session(config.spark)
     outcome = audit_run(spark, config, run_id=RUN_ID, send_alerts=False, fail_on="never")
     print(f"audit: {outcome.summary['pairs_audited']:,} pairs, {outcome.summary['findings_open']:,} open findings")
@@ -222,26 +223,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", metavar="DIR", help="write the warehouse here and keep it")
+    parser.add_argument("--reuse", action="store_true",
+                        help="audit and report the warehouse a previous --keep DIR run generated, without generating")
+    parser.add_argument("--driver-memory", metavar="SIZE",
+                        help="the audit's spark.driver.memory (local mode: the executors' heap too; default Spark's 1g)")
     parser.add_argument("--phase", choices=["generate", "audit"], help=argparse.SUPPRESS)
     parser.add_argument("--warehouse", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.reuse and not args.keep:
+        parser.error("--reuse needs --keep DIR (the directory of the generated warehouse)")
     if args.phase == "generate":
         generate(args.warehouse, args.servers, args.seed)
         return 0
     if args.phase == "audit":
-        audit(args.warehouse)
+        audit(args.warehouse, args.driver_memory)
         return 0
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="audit-scale-"))
     warehouse = str((root / "warehouse").resolve())
     me = [sys.executable, str(Path(__file__).resolve()), "--servers", str(args.servers), "--seed", str(args.seed),
-          "--warehouse", warehouse]
+          "--warehouse", warehouse] + (["--driver-memory", args.driver_memory] if args.driver_memory else [])
     root.mkdir(parents=True, exist_ok=True)
     config = root / "bench.yaml"
     config.write_text(f"warehouse: {warehouse}\ndefaults: {{user: audit}}\n"
                       "servers: [{name: s000000, host: s000000.db, port: 3306}]\n")
     try:
-        gen = measured(me + ["--phase", "generate"])
-        print(f"generated {args.servers:,} servers in {gen['seconds']:.1f} s")
+        if args.reuse:
+            if not (Path(warehouse) / "runs").is_dir():
+                raise SystemExit(f"--reuse: no generated warehouse in {warehouse} (run once with --keep {root})")
+        else:
+            gen = measured(me + ["--phase", "generate"])
+            print(f"generated {args.servers:,} servers in {gen['seconds']:.1f} s")
         phases = {"audit": measured(me + ["--phase", "audit"]),
                   "report": measured([sys.executable, "-m", "jobs.cli", "report", "--config", str(config),
                                       "--out", str(root / "report.html")])}

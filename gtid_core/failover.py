@@ -379,15 +379,20 @@ class FailoverModel:
         return bool(self.candidates) and all(c.verdict.unsafe for c in self.candidates)
 
     def ranking_text(self) -> str:
-        """'1. r2 (safe); 2. r1 (loses_transactions, loses 3 transaction(s): ...)' for texts."""
+        """'1. r2 (safe); 2. r1 (loses_transactions, loses 3 transaction(s): ...)' for texts: the
+        first MAX_REASONS candidates, then how many more (every finding of a source carries it,
+        so a source with 200 replicas would repeat 200 ranks in each of its 200 findings)."""
         out = []
-        for c in self.candidates:
+        for c in self.candidates[:MAX_REASONS]:
             text = f"{c.rank}. {c.candidate} ({c.verdict}"
             if c.verdict.unsafe:
                 text += f", {c.cost.text()}"
             if c.reasons and c.verdict is not Verdict.SAFE:
                 text += f": {c.reasons[0]}"
             out.append(text + ")")
+        more = len(self.candidates) - MAX_REASONS
+        if more > 0:
+            out.append(f"and {more} more candidate(s), ranked in failover_readiness")
         return "; ".join(out)
 
 
@@ -685,6 +690,11 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         unknown = True
     flagged.sort(key=lambda vr: -vr[0].rank)            # the reason behind the verdict first
     reasons = [text for _, text, _ in flagged]
+    if len(reasons) > MAX_REASONS:
+        # one reason per sibling: a source with 200 replicas would repeat 200 of them on each of
+        # its 40,000 failover_readiness rows; each sibling's row keeps its own sets
+        reasons = reasons[:MAX_REASONS] + [f"and {len(reasons) - MAX_REASONS} more reason(s) of these kinds, one "
+                                           "per sibling: each sibling's failover_readiness row has its sets"]
     found = {v for v, _, _ in flagged}
     causes = tuple(dict.fromkeys(c for _, _, cs in flagged for c in cs))
     derived = bool(flagged) and all(cs for _, _, cs in flagged)
@@ -720,6 +730,10 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         siblings=tuple(siblings), promoted_gtid_executed=r_after,
         other_channels=candidate.other_channels_gtids, errant_confirmed=order_held,
         causes=causes, derived=derived, unconfirmed=unconfirmed)
+
+
+#: Reasons a candidate's verdict lists (the gravest first); the others are counted.
+MAX_REASONS = 10
 
 
 def _sort_key(c: CandidateAssessment) -> tuple:
@@ -946,16 +960,29 @@ def _candidate_evidence(model: FailoverModel, c: CandidateAssessment) -> dict[st
         "lost": _text(c.lost), "errant": _text(c.errant), "errant_salvageable": _text(c.errant_salvageable),
         "errant_lost": _text(c.errant_lost),
         "refused_siblings": "; ".join(f"{s.sibling}: {s.refusal}" for s in c.refused) or None,
-        "siblings": "\n".join(
-            f"{s.sibling} ({s.role}): {s.result}"
-            + (f", lost {_text(s.lost)}" if s.lost else "")
-            + (f", discards {_text(s.discarded)}" if s.discarded else "")
-            + (f", errant {_text(s.errant)}" if s.errant else "")
-            + (f", other channels {_text(s.other_channels)}" if s.other_channels else "")
-            + (f", refused {s.refusal}" if s.refusal else "")
-            + (" (already refused by the source)" if s.already_refused else "") for s in c.siblings),
+        "siblings": _siblings_text(c.siblings),
         "model_version": FAILOVER_MODEL_VERSION,
     }
+
+
+def _siblings_text(siblings: Sequence[SiblingOutcome]) -> str:
+    """One line per sibling, the first MAX_REASONS of them (those with something to say first),
+    then how many more: each sibling's failover_readiness row has its sets."""
+    def line(s: SiblingOutcome) -> str:
+        return (f"{s.sibling} ({s.role}): {s.result}"
+                + (f", lost {_text(s.lost)}" if s.lost else "")
+                + (f", discards {_text(s.discarded)}" if s.discarded else "")
+                + (f", errant {_text(s.errant)}" if s.errant else "")
+                + (f", other channels {_text(s.other_channels)}" if s.other_channels else "")
+                + (f", refused {s.refusal}" if s.refusal else "")
+                + (" (already refused by the source)" if s.already_refused else ""))
+    if len(siblings) <= MAX_REASONS:
+        return "\n".join(map(line, siblings))
+    def plain(s: SiblingOutcome) -> bool:
+        return s.result is SiblingResult.STREAMS and not (s.lost or s.discarded or s.errant or s.other_channels
+                                                          or s.refusal)
+    shown = ([s for s in siblings if not plain(s)] + [s for s in siblings if plain(s)])[:MAX_REASONS]
+    return "\n".join([*map(line, shown), f"and {len(siblings) - len(shown)} more sibling(s), each in failover_readiness"])
 
 
 def _advice(model: FailoverModel) -> str:

@@ -756,8 +756,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
                       if previous_run_id else None)
     # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
-    sources = source_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry)).persist(
-        StorageLevel.MEMORY_AND_DISK)
+    sources = source_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry))
     # one pass over each source: pair checks, failover model, purge horizons (cached: three readers)
     source_out = source_output_frame(sources, run_id=run_id, run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
     pair_findings, readiness, horizon = (output_of(source_out, name) for name in audit_tasks.SOURCE_OUTPUTS)
@@ -805,7 +804,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         for df in (joined, current):
             df.unpersist()
         groups.unpersist()
-        for df in (source_out, group_out, sources, snaps, registry, replication_groups):
+        for df in (source_out, group_out, snaps, registry, replication_groups):
             df.unpersist()
         rules_b.destroy()
 

@@ -114,6 +114,22 @@ class ReportError(RuntimeError):
 # Reading
 
 
+#: At most this many findings are embedded in the page's table: open before resolved, the most
+#: severe first; the others are counted, and ``gtid-audit findings`` lists them all.
+TABLE_FINDINGS = 2000
+
+
+@dataclass(frozen=True)
+class FindingCounts:
+    """A run's findings, counted in one scan: ``open`` by severity (unsilenced), ``silenced``
+    (open and silenced), ``resolved``, and ``total`` rows."""
+
+    open: Mapping[str, int]
+    silenced: int = 0
+    resolved: int = 0
+    total: int = 0
+
+
 @dataclass(frozen=True)
 class RunTables:
     """What the report of one run reads: bounded slices of the tables the audit made for it
@@ -123,6 +139,7 @@ class RunTables:
     summary: Mapping[str, Any]
     #: report_clusters rows of the clusters with a warning, a critical finding or a failure
     risky_clusters: Sequence[Mapping[str, Any]]
+    #: the findings of the clusters the page draws, and the first TABLE_FINDINGS of the table
     findings: Sequence[Mapping[str, Any]]
     #: report_servers and report_pairs rows of the clusters the page draws
     servers: Sequence[Mapping[str, Any]] = ()
@@ -140,6 +157,8 @@ class RunTables:
     previous_run_id: str | None = None
     #: open findings of this run that were open in the previous run (None: no previous run)
     still_open: int | None = None
+    #: the run's findings counted while scanning them (``findings`` holds a bounded part)
+    finding_counts: FindingCounts | None = None
     #: run_summary rows of the last runs, oldest first (the current one last)
     history: Sequence[Mapping[str, Any]] = ()
     #: open errant_transactions findings of the runs in ``history``
@@ -233,6 +252,48 @@ _HORIZON_ORDER = (("_streams", "ascending"), ("_margin", "ascending"), ("_lackin
                   ("replica", "ascending"), ("channel", "ascending"))
 
 
+def _finding_keys(table):
+    """Sort columns of findings rows: open first, then by severity, cluster, check, server, channel
+    (the table's order)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ranks = pa.array([_SEV_RANK.get(v, 9) if v is not None else 9 for v in table["severity"].to_pylist()], pa.int32())
+    table = table.append_column("_closed", pc.not_equal(table["status"], "open"))
+    table = table.append_column("_rank", ranks)
+    for column in ("cluster", "channel"):
+        table = table.append_column(f"_{column}", pc.fill_null(table[column], ""))
+    return table
+
+
+_FINDING_ORDER = (("_closed", "ascending"), ("_rank", "ascending"), ("_cluster", "ascending"),
+                  ("check_id", "ascending"), ("server", "ascending"), ("_channel", "ascending"))
+
+
+class _FindingCounter:
+    """Counts a run's findings as their batches pass (:class:`FindingCounts`)."""
+
+    def __init__(self) -> None:
+        self.open = dict.fromkeys(SEVERITIES, 0)
+        self.silenced = self.resolved = self.total = 0
+
+    def counting(self, batches):
+        for batch in batches or ():
+            self.total += batch.num_rows
+            for status, severity, silenced in zip(batch["status"].to_pylist(), batch["severity"].to_pylist(),
+                                                  batch["silenced"].to_pylist()):
+                if status == "resolved":
+                    self.resolved += 1
+                elif status == "open" and silenced:
+                    self.silenced += 1
+                elif status == "open" and severity in self.open:
+                    self.open[severity] += 1
+            yield batch
+
+    def result(self) -> FindingCounts:
+        return FindingCounts(open=dict(self.open), silenced=self.silenced, resolved=self.resolved, total=self.total)
+
+
 def _cluster_rank(c: Mapping[str, Any]) -> tuple:
     return (-int(c["risk"]), -int(c["failed"]), c.get("cluster") or NO_CLUSTER)
 
@@ -310,19 +371,25 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
               where=pc.is_valid(pads.field("reconnect"))), _HORIZON_ORDER, HORIZON_ROWS, _horizon_keys)
     horizon = [{k: v for k, v in r.items() if not k.startswith("_")} for r in horizon]
     step("findings")
-    findings = _rows_of(_scan(warehouse, "findings", run_id, storage_options)) or []
-    step("failover_readiness")
-    failover = _failover_rows(warehouse, run_id, storage_options, findings)
-
     is_open = pads.field("status") == "open"
+    counter = _FindingCounter()
+    table, _total = _top(counter.counting(_scan(warehouse, "findings", run_id, storage_options)),
+                         _FINDING_ORDER, TABLE_FINDINGS, _finding_keys)
+    step("findings of the drawn clusters")
+    findings = [{k: v for k, v in r.items() if not k.startswith("_")} for r in table]
+    listed = {f["finding_key"] for f in findings}
+    findings.extend(f for f in _rows_of(_scan(warehouse, "findings", run_id, storage_options,
+                                              where=is_open & _is_in("cluster", drawn))) or []
+                    if f["finding_key"] not in listed)
+    step("failover_readiness")
+    failover = _failover_rows(warehouse, run_id, storage_options, _rows_of(_scan(
+        warehouse, "findings", run_id, storage_options, columns=("check_id", "server", "source", "status"),
+        where=is_open & pads.field("check_id").isin(list(_FAILOVER_CHECKS)))) or [])
+
     errant_history: list[dict[str, Any]] = []
     errant_columns = ("run_id", "cluster", "server", "gtid_set", "gtid_count")
     for past in history:
         rid = past["run_id"]
-        if rid == run_id:
-            errant_history.extend(f for f in findings if f["check_id"] == "errant_transactions"
-                                  and f["status"] == "open")
-            continue
         step(f"findings of {rid}")
         errant_history.extend(_rows_of(_scan(
             warehouse, "findings", rid, storage_options, columns=errant_columns,
@@ -332,13 +399,14 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     previous_horizon: dict[tuple[str, str], dict[str, Any]] = {}
     if previous_run_id is not None:
         step(f"open findings of {previous_run_id}")
-        open_now = [f["finding_key"] for f in findings if f["status"] == "open"]
+        # carried over: open now and open then, matched a batch of keys at a time
         still_open = 0
-        if open_now:
-            import pyarrow as pa
-
+        for now in _scan(warehouse, "findings", run_id, storage_options, columns=("finding_key",),
+                         where=is_open) or ():
+            if now.num_rows == 0:
+                continue
             for batch in _scan(warehouse, "findings", previous_run_id, storage_options, columns=("finding_key",),
-                               where=is_open & pads.field("finding_key").isin(pa.array(open_now, pa.string()))) or ():
+                               where=is_open & pads.field("finding_key").isin(now["finding_key"])) or ():
                 still_open += batch.num_rows
         step(f"purge horizon of {previous_run_id}")
         for r in _rows_of(_scan(warehouse, "report_pairs", previous_run_id, storage_options, columns=_HORIZON_COLUMNS,
@@ -349,7 +417,8 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
         run_id=run_id, summary=by_id[run_id], risky_clusters=risky, findings=findings, servers=servers,
         pairs=pairs, groups=groups, healthy_count=healthy_count, healthy_servers=healthy_servers, healthy_listed=[(name, n) for _, name, n in healthy],
         servers_total=total, servers_failed=failed, servers_partial=partial, previous_run_id=previous_run_id,
-        still_open=still_open, history=history, errant_history=errant_history, failover=failover,
+        still_open=still_open, finding_counts=counter.result(), history=history, errant_history=errant_history,
+        failover=failover,
         horizon=horizon, horizon_total=horizon_total, previous_horizon=previous_horizon,
     )
 
@@ -499,8 +568,21 @@ class Model:
     server_findings: dict[str, list[Mapping[str, Any]]]
     findings: list[Mapping[str, Any]]
     healthy_count: int = 0
+    #: the run's findings, all of them (``findings`` holds at most TABLE_FINDINGS)
+    findings_total: int = 0
     healthy_servers: int = 0
     healthy_listed: Sequence[tuple[str, int]] = ()
+
+
+def _counted(findings: Sequence[Mapping[str, Any]]) -> FindingCounts:
+    """:class:`FindingCounts` of rows at hand (a RunTables built without a scan)."""
+    counter = _FindingCounter()
+    counter.open.update({s: sum(1 for f in findings if f["status"] == "open" and not f.get("silenced")
+                                and f["severity"] == s) for s in SEVERITIES})
+    counter.silenced = sum(1 for f in findings if f["status"] == "open" and f.get("silenced"))
+    counter.resolved = sum(1 for f in findings if f["status"] == "resolved")
+    counter.total = len(findings)
+    return counter.result()
 
 
 def build_model(data: RunTables) -> Model:
@@ -566,10 +648,9 @@ def build_model(data: RunTables) -> Model:
         if c is not None and member["server"] in c.servers:
             c.groups.setdefault(member["group_name"], []).append(member)
 
-    loud = [f for f in open_rows if not f.get("silenced")]
-    counts = {s: sum(1 for f in loud if f["severity"] == s) for s in SEVERITIES}
-    new = len(open_rows) - (data.still_open or 0)
-    resolved = sum(1 for f in data.findings if f["status"] == "resolved")
+    tally = data.finding_counts or _counted(data.findings)
+    counts = dict(tally.open)
+    new = sum(counts.values()) + tally.silenced - (data.still_open or 0)
     audited_at = summary.get("audited_at")
     return Model(
         run_id=data.run_id,
@@ -580,9 +661,10 @@ def build_model(data: RunTables) -> Model:
         servers_partial=data.servers_partial,
         pairs_audited=int(summary.get("pairs_audited") or 0),
         counts=counts,
-        silenced=sum(1 for f in open_rows if f.get("silenced")),
+        silenced=tally.silenced,
         new=new,
-        resolved=resolved,
+        resolved=tally.resolved,
+        findings_total=tally.total,
         previous_run_id=data.previous_run_id,
         clusters=list(clusters.values()),
         server_state=server_state,
@@ -591,7 +673,7 @@ def build_model(data: RunTables) -> Model:
         server_findings=server_findings,
         findings=sorted(data.findings, key=lambda f: (f["status"] != "open", _SEV_RANK.get(f["severity"], 9),
                                                      f.get("cluster") or "", f["check_id"], f["server"],
-                                                     f.get("channel") or "")),
+                                                     f.get("channel") or ""))[:TABLE_FINDINGS],
         healthy_count=data.healthy_count,
         healthy_servers=data.healthy_servers,
         healthy_listed=data.healthy_listed,
@@ -1017,7 +1099,9 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
         cluster_options=options(clusters),
         check_options=options(checks),
         explanations=_explanations(checks),
-        finding_count=f"{len(model.findings):,}",
+        finding_count=(f"{len(model.findings):,}" if len(model.findings) >= model.findings_total else
+                       f"the first {len(model.findings):,} of {model.findings_total:,}, open and most severe first; "
+                       "gtid-audit findings lists them all"),
     )
 
 

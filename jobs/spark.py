@@ -37,9 +37,18 @@ DRIVER_BOUNDS: Mapping[str, str] = {
     "spark.sql.maxPlanStringLength": "262144",
 }
 
+#: Bounds of a task's JVM memory. A cached DataFrame is built 10,000 rows per column batch by
+#: default; a snapshot row carries up to 500 binary-log headers, so one batch of them was hundreds
+#: of megabytes, built in one growing buffer: the audit of 100,000 generated servers ran out of a
+#: 1 GB local heap there (issue #19). 1,000 rows per batch bounds it at tens of megabytes.
+TASK_BOUNDS: Mapping[str, str] = {
+    "spark.sql.inMemoryColumnarStorage.batchSize": "1000",
+}
+
 #: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
     **DRIVER_BOUNDS,
+    **TASK_BOUNDS,
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
@@ -81,9 +90,9 @@ def delta_conf(user_conf: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def session_conf(settings: SparkSettings) -> dict[str, str]:
-    """The conf a new session gets: UTC, the driver bounds, Delta (cached jars, extension,
-    catalog), the configured extras."""
-    conf = {"spark.sql.session.timeZone": "UTC", **DRIVER_BOUNDS}
+    """The conf a new session gets: UTC, the driver and task bounds, Delta (cached jars,
+    extension, catalog), the configured extras."""
+    conf = {"spark.sql.session.timeZone": "UTC", **DRIVER_BOUNDS, **TASK_BOUNDS}
     conf.update(settings.conf)
     conf.update(delta_conf(settings.conf))
     for key in ("spark.sql.extensions", "spark.sql.catalog.spark_catalog"):
@@ -150,8 +159,8 @@ def _session_under_spark_submit(settings: SparkSettings):
 
 def session_conf_under_submit(settings: SparkSettings) -> dict[str, str]:
     """The conf a session started under spark-submit gets where spark-submit set nothing: UTC,
-    the configured extras, Delta's extension and catalog; never jars (the classpath is fixed)."""
-    conf = {"spark.sql.session.timeZone": "UTC",
+    the task bounds, the configured extras, Delta's extension and catalog; never jars (the classpath is fixed)."""
+    conf = {"spark.sql.session.timeZone": "UTC", **TASK_BOUNDS,
             "spark.sql.extensions": DELTA_EXTENSION_CLASS,
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG_CLASS}
     conf.update(settings.conf)

@@ -38,7 +38,7 @@ FAILOVER_READINESS = register(TableSchema(
         C("verdict", L.STRING, False, "safe, safe_after_catch_up, undetermined, spreads_other_channels, "
                                       "propagates_errant, refuses_siblings, loses_transactions or cannot_serve "
                                       "(best to worst kind; candidate_rank orders by cost)"),
-        C("verdict_reasons", L.STRING, True, "why, one reason a line, the one behind the verdict first"),
+        C("verdict_reasons", L.STRING, True, "why, one reason a line, the one behind the verdict first; at most ten, then a line counting the others (each sibling's row has its sets)"),
         C("candidate_readiness", L.STRING, True, "notes on the candidate's own settings (log_replica_updates, "
                                                   "read_only, unknown variables), one a line"),
         C("cost_lost_count", L.INT64, False, "transactions of the source lost if the candidate is promoted (kept "

@@ -402,3 +402,22 @@ def test_model_is_pure():
     before = [dataclasses.replace(r) for r in replicas]
     model_failover(source(), replicas)
     assert replicas == before
+
+
+def test_a_candidate_behind_many_siblings_lists_ten_reasons_and_counts_the_rest():
+    """A stopped r1 behind 14 siblings and the source: one loss each, but its verdict lists ten
+    reasons and counts the other five (each sibling's row keeps its sets)."""
+    from gtid_core.failover import MAX_REASONS
+
+    others = [replica(f"r{i:02d}", f"{i:08x}-0000-4000-8000-{i:012x}", 10 + i, f"{S}:1-10") for i in range(2, 16)]
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"), *others])
+    r1 = cand(model, "r1")
+    assert r1.verdict.value == "loses_transactions"
+    assert len(r1.reasons) == MAX_REASONS + 1 and r1.reasons[-1].startswith("and 5 more reason(s)")
+    assert all(sib(r1, s.candidate).lost == g(f"{S}:9-10") for s in model.candidates if s.candidate != "r1")
+    # the texts every finding of the source carries are bounded too: ten ranks, ten siblings
+    [f] = [f for f in failover_findings(model) if f.server == "r1" and f.check_id == "failover_candidate_unsafe"]
+    assert model.ranking_text().endswith(f"and {len(model.candidates) - MAX_REASONS} more candidate(s), "
+                                         "ranked in failover_readiness")
+    lines = f.evidence["siblings"].splitlines()
+    assert len(lines) == MAX_REASONS + 1 and lines[-1] == "and 5 more sibling(s), each in failover_readiness"

@@ -199,7 +199,7 @@ def test_purge_horizon_unread_previous_gtids_is_unknown():
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(spark, tmp_path):
+def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(spark, tmp_path, monkeypatch):
     """Three runs of a 300-server synthetic fleet (benchmarks/report_scale.py), written by the job's
     writer (delta-spark), with the report tables the audit makes: the page draws only clusters with
     findings, lists the healthy ones in one collapsed group, plots the runs and ranks the purge horizon."""
@@ -224,6 +224,22 @@ def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(
     for run_no in range(3):
         assert f"{(bench.DAY0 + dt.timedelta(days=run_no)):%Y%m%d}T030000Z-bench" in text
     assert "Purge horizon: replicas that lack source transactions" in text
+
+    # the table embeds a bounded number of findings; the tiles and the drawn clusters still count them all
+    import jobs.report as report
+
+    full = report.build_model(report.load_run(str(warehouse)))
+    monkeypatch.setattr(report, "TABLE_FINDINGS", 3)
+    data = report.load_run(str(warehouse))
+    bounded = report.build_model(data)
+    assert len(bounded.findings) == 3 < len(full.findings) == bounded.findings_total
+    assert (bounded.counts, bounded.silenced, bounded.resolved, bounded.new) == (
+        full.counts, full.silenced, full.resolved, full.new)
+    assert {c.name: (c.counts, [p.state for p in c.pairs]) for c in bounded.clusters} == {
+        c.name: (c.counts, [p.state for p in c.pairs]) for c in full.clusters}
+    text = Path(write_report(str(warehouse), out=tmp_path / "b.html", progress=False)).read_text()
+    assert f"Findings (the first 3 of {full.findings_total:,}" in text
+    assert text.count('<div class="graph">') == len(risky)
 
 
 @pytest.mark.parametrize("from_file", [True, False], ids=["own-process", "in-process"])
