@@ -370,7 +370,12 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
     ``columns`` (those the table has; None: all) of the rows of ``run_id`` that match ``where``
     (a ``pyarrow.compute`` expression), both pushed into the scan, so a reader that keeps a
     bounded part of each batch holds a bounded amount whatever the table's size. Raises
-    TableNotFoundError when the table does not exist."""
+    TableNotFoundError when the table does not exist.
+
+    Scans run on the calling thread (``use_threads=False``): with Arrow's scan threads, a
+    process that read a Delta table aborted at exit about one time in two ("terminate called
+    without an active exception", exit 134; deltalake 1.6.6, pyarrow 26; apache/arrow#34314),
+    which turned a good ``gtid-audit findings`` or ``report`` into a failure."""
     import pyarrow.dataset as pads
 
     uri = table_uri(warehouse, name)
@@ -384,7 +389,7 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
         expr = by_run if expr is None else by_run & expr
     if columns is not None:
         columns = [c for c in columns if c in dataset.schema.names]
-    return dataset.to_batches(columns=columns, filter=expr)
+    return dataset.to_batches(columns=columns, filter=expr, use_threads=False)
 
 
 def read_arrow(warehouse: str, name: str, run_id: str | None = None,
@@ -396,11 +401,14 @@ def read_arrow(warehouse: str, name: str, run_id: str | None = None,
     table = _open_delta_rs(uri, storage_options)
     if table is None:
         raise TableNotFoundError(f"no Delta table at {uri!r}")
-    filters = [("run_id", "=", validate_run_id(run_id))] if run_id is not None else []
-    if run_date is not None and "run_date" in {f.name for f in table.schema().fields}:
-        filters.insert(0, ("run_date", "=", _date_value(run_date)))
-    filters = filters or None
-    data = table.to_pyarrow_table(filters=filters)
+    import pyarrow.dataset as pads
+
+    dataset = table.to_pyarrow_dataset()
+    expr = pads.field("run_id") == validate_run_id(run_id) if run_id is not None else None
+    if run_date is not None and "run_date" in dataset.schema.names:
+        by_date = pads.field("run_date") == _date_value(run_date)
+        expr = by_date if expr is None else by_date & expr
+    data = dataset.to_table(filter=expr, use_threads=False)
     try:
         target = get_table(name).to_arrow()
     except SchemaError:
