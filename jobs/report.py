@@ -277,17 +277,19 @@ class _FindingCounter:
         self.open = dict.fromkeys(SEVERITIES, 0)
         self.silenced = self.resolved = self.total = 0
 
+    def add(self, status: str | None, severity: str | None, silenced: bool | None) -> None:
+        self.total += 1
+        if status == "resolved":
+            self.resolved += 1
+        elif status == "open" and silenced:
+            self.silenced += 1
+        elif status == "open" and severity in self.open:
+            self.open[severity] += 1
+
     def counting(self, batches):
         for batch in batches or ():
-            self.total += batch.num_rows
-            for status, severity, silenced in zip(batch["status"].to_pylist(), batch["severity"].to_pylist(),
-                                                  batch["silenced"].to_pylist()):
-                if status == "resolved":
-                    self.resolved += 1
-                elif status == "open" and silenced:
-                    self.silenced += 1
-                elif status == "open" and severity in self.open:
-                    self.open[severity] += 1
+            for row in zip(batch["status"].to_pylist(), batch["severity"].to_pylist(), batch["silenced"].to_pylist()):
+                self.add(*row)
             yield batch
 
     def result(self) -> FindingCounts:
@@ -577,11 +579,8 @@ class Model:
 def _counted(findings: Sequence[Mapping[str, Any]]) -> FindingCounts:
     """:class:`FindingCounts` of rows at hand (a RunTables built without a scan)."""
     counter = _FindingCounter()
-    counter.open.update({s: sum(1 for f in findings if f["status"] == "open" and not f.get("silenced")
-                                and f["severity"] == s) for s in SEVERITIES})
-    counter.silenced = sum(1 for f in findings if f["status"] == "open" and f.get("silenced"))
-    counter.resolved = sum(1 for f in findings if f["status"] == "resolved")
-    counter.total = len(findings)
+    for f in findings:
+        counter.add(f["status"], f["severity"], f.get("silenced"))
     return counter.result()
 
 
