@@ -137,11 +137,13 @@ class RunTables:
 
     run_id: str
     summary: Mapping[str, Any]
-    #: report_clusters rows of the clusters with a warning, a critical finding or a failure
+    #: report_clusters rows of the clusters with a warning, a critical finding or a failure (at
+    #: most MAX_LISTED_CLUSTERS, riskiest first)
     risky_clusters: Sequence[Mapping[str, Any]]
     #: the findings of the clusters the page draws, and the first TABLE_FINDINGS of the table
     findings: Sequence[Mapping[str, Any]]
-    #: report_servers and report_pairs rows of the clusters the page draws
+    #: report_servers and report_pairs rows of the clusters the page draws (at most
+    #: MAX_CLUSTER_SERVERS and MAX_CLUSTER_PAIRS of each)
     servers: Sequence[Mapping[str, Any]] = ()
     pairs: Sequence[Mapping[str, Any]] = ()
     #: report_groups rows (Group Replication members) of the clusters the page draws
@@ -164,6 +166,9 @@ class RunTables:
     #: open errant_transactions findings of the runs in ``history``
     errant_history: Sequence[Mapping[str, Any]] = ()
     failover: Sequence[Mapping[str, Any]] | None = None
+    #: the clusters with a warning, a critical finding or a failure, all of them (0: as many as
+    #: ``risky_clusters``)
+    risky_total: int = 0
     #: the worst HORIZON_ROWS report_pairs rows with a purge horizon, and how many there are
     horizon: Sequence[Mapping[str, Any]] = ()
     horizon_total: int = 0
@@ -186,6 +191,18 @@ HEALTHY_LISTED = 500
 #: Sources shown in the failover section, and candidates per source.
 MAX_FAILOVER_SOURCES = 50
 MAX_FAILOVER_CANDIDATES = 10
+#: Clusters with a warning, a critical finding or a failure listed (ranked, a section each),
+#: riskiest first; the others are counted.
+MAX_LISTED_CLUSTERS = 1000
+#: Per drawn cluster: the pairs drawn (those whose ends have an open finding first, then those
+#: with an end not collected, then by name), the open findings read for their edges and boxes
+#: (most severe first) and the servers drawn (the ends of the drawn pairs and of the findings
+#: first). The rest are counted: a cluster label shared by thousands of servers, or the servers
+#: without a label, would otherwise be drawn whole.
+MAX_CLUSTER_PAIRS = 200
+MAX_CLUSTER_FINDINGS = 200
+#: (every end of the drawn pairs and of the findings read fits: 2 x 200 + 2 x 200)
+MAX_CLUSTER_SERVERS = 2 * MAX_CLUSTER_PAIRS + 2 * MAX_CLUSTER_FINDINGS
 
 
 def _scan(warehouse: str, name: str, run_id: str | None, storage_options, *, columns=None, where=None):
@@ -236,6 +253,88 @@ def _top(batches, sort_keys: Sequence[tuple[str, str]], n: int, key_columns=None
         table = table if kept is None else pa.concat_tables([kept, table])
         kept = table.sort_by(list(sort_keys)).slice(0, n)
     return (kept.to_pylist() if kept is not None else []), total
+
+
+_GROUP = "_group"
+
+
+def _top_per(batches, group: str, sort_keys: Sequence[tuple[str, str]], n: int,
+             key_columns=None) -> list[dict[str, Any]]:
+    """The first ``n`` rows of each value of ``group`` (NULL is a value) in ``sort_keys`` order,
+    holding at most ``n`` rows per value beside one batch; helper columns (``_...``) removed."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kept = None
+    for batch in batches or ():
+        if batch.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([batch])
+        if key_columns is not None:
+            table = key_columns(table)
+        table = table.append_column(_GROUP, pc.fill_null(table[group].cast(pa.string()), "\0"))
+        table = table if kept is None else pa.concat_tables([kept, table])
+        table = table.sort_by([(_GROUP, "ascending"), *sort_keys])
+        keep, previous, seen = [], None, 0
+        for value in table[_GROUP].to_pylist():
+            seen = seen + 1 if value == previous else 1
+            previous = value
+            keep.append(seen <= n)
+        kept = table.filter(pa.array(keep, pa.bool_()))
+    if kept is None:
+        return []
+    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in kept.to_pylist()]
+
+
+def _smallest(values: Iterable[Iterable[str]], n: int) -> list[str]:
+    """The ``n`` smallest distinct strings of a stream of batches, holding at most ``2 n``."""
+    kept: set[str] = set()
+    for batch in values:
+        kept.update(v for v in batch if v is not None)
+        if len(kept) > 2 * n:
+            kept = set(sorted(kept)[:n])
+    return sorted(kept)[:n]
+
+
+def _finding_rank_keys(table):
+    """Sort columns of open findings of one cluster: the most severe first, then check, server."""
+    import pyarrow as pa
+
+    ranks = pa.array([_SEV_RANK.get(v, 9) if v is not None else 9 for v in table["severity"].to_pylist()], pa.int32())
+    return table.append_column("_rank", ranks)
+
+
+def _pair_keys(flagged: set[str]):
+    """Sort columns of report_pairs rows of one cluster: a pair with an end named by an open
+    finding first, then one with an end not collected whole, then by replica and channel."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = pa.array(sorted(flagged), pa.string())
+
+    def keys(table):
+        named = pc.or_(pc.fill_null(pc.is_in(table["replica"], value_set=names), False),
+                       pc.fill_null(pc.is_in(table["source"], value_set=names), False))
+        ok = pa.array(["ok"], pa.string())
+        whole = pc.and_(pc.fill_null(pc.is_in(table["replica_status"], value_set=ok), False),
+                        pc.fill_null(pc.is_in(table["source_status"], value_set=ok), False))
+        table = table.append_column("_named", pc.invert(named))
+        return table.append_column("_whole", whole)
+    return keys
+
+
+def _server_keys(needed: set[str]):
+    """Sort columns of report_servers rows of one cluster: the ends of the drawn pairs and of the
+    findings first, then servers not collected, then by name."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = pa.array(sorted(needed), pa.string())
+
+    def keys(table):
+        table = table.append_column("_needed", pc.invert(pc.is_in(table["server"], value_set=names)))
+        return table.append_column("_ok", pc.fill_null(pc.equal(table["status"], "ok"), False))
+    return keys
 
 
 def _horizon_keys(table):
@@ -340,7 +439,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
                           "with this version (`gtid-audit audit --run-id ...`)")
     risky: list[dict[str, Any]] = []
     healthy: list[tuple[int, str, int]] = []
-    healthy_count = healthy_servers = total = failed = partial = 0
+    healthy_count = healthy_servers = total = failed = partial = risky_total = 0
     for batch in clusters:
         inventory = pc.sum(batch["inventory_servers"]).as_py() or 0
         total += inventory
@@ -348,45 +447,55 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
         partial += pc.sum(batch["partial"]).as_py() or 0
         loud = pc.or_(pc.or_(pc.greater(batch["critical"], 0), pc.greater(batch["warning"], 0)),
                       pc.greater(batch["failed"], 0))
-        risky.extend(batch.filter(loud).to_pylist())
+        loud_rows = batch.filter(loud).to_pylist()
+        risky_total += len(loud_rows)
+        risky = sorted(risky + loud_rows, key=_cluster_rank)[:MAX_LISTED_CLUSTERS]
         calm = batch.filter(pc.invert(loud)).select(["cluster", "servers"])
         healthy_count += calm.num_rows
         healthy_servers += pc.sum(calm["servers"]).as_py() or 0
         healthy = sorted(healthy + [(-r["risk"], r["cluster"] or NO_CLUSTER, r["servers"])
                                     for r in batch.filter(pc.invert(loud)).select(["cluster", "servers", "risk"])
                                     .to_pylist()])[:HEALTHY_LISTED]
-    risky.sort(key=_cluster_rank)
     drawn = [c.get("cluster") for c in risky[:MAX_GRAPHS]]
+    is_open = pads.field("status") == "open"
 
-    step("report_servers")
-    servers = _rows_of(_scan(warehouse, "report_servers", run_id, storage_options,
-                             columns=("cluster", "server", "status"), where=_is_in("cluster", drawn))) or []
+    # Each drawn cluster is read in bounded slices, whatever its size: its most severe open
+    # findings, then the pairs those findings name (then any with an end not collected), then
+    # the servers at the ends of both.
+    step("findings of the drawn clusters")
+    drawn_findings = _top_per(_scan(warehouse, "findings", run_id, storage_options,
+                                    where=is_open & _is_in("cluster", drawn)),
+                              "cluster", (("_rank", "ascending"), ("check_id", "ascending"), ("server", "ascending"),
+                                          ("finding_key", "ascending")),
+                              MAX_CLUSTER_FINDINGS, _finding_rank_keys)
+    flagged = {f["server"] for f in drawn_findings} | {f["source"] for f in drawn_findings if f.get("source")}
     step("report_pairs")
-    pairs = _rows_of(_scan(warehouse, "report_pairs", run_id, storage_options,
-                           where=_is_in("cluster", drawn))) or []
+    pairs = _top_per(_scan(warehouse, "report_pairs", run_id, storage_options, where=_is_in("cluster", drawn)),
+                     "cluster", (("_named", "ascending"), ("_whole", "ascending"), ("replica", "ascending"),
+                                 ("channel", "ascending")), MAX_CLUSTER_PAIRS, _pair_keys(flagged))
+    needed = flagged | {p["replica"] for p in pairs} | {p["source"] for p in pairs if p.get("source")}
+    step("report_servers")
+    servers = _top_per(_scan(warehouse, "report_servers", run_id, storage_options,
+                             columns=("cluster", "server", "status"), where=_is_in("cluster", drawn)),
+                       "cluster", (("_needed", "ascending"), ("_ok", "ascending"), ("server", "ascending")),
+                       MAX_CLUSTER_SERVERS, _server_keys(needed))
     step("report_groups")   # absent in a warehouse audited before issue #22: no group drawn
     groups = _rows_of(_scan(warehouse, "report_groups", run_id, storage_options,
-                            where=_is_in("cluster", drawn))) or []
+                            where=_is_in("cluster", drawn) & _is_in("server", [s["server"] for s in servers]))) or []
     step("purge horizon")
     horizon, horizon_total = _top(
         _scan(warehouse, "report_pairs", run_id, storage_options, columns=_HORIZON_COLUMNS,
               where=pc.is_valid(pads.field("reconnect"))), _HORIZON_ORDER, HORIZON_ROWS, _horizon_keys)
     horizon = [{k: v for k, v in r.items() if not k.startswith("_")} for r in horizon]
     step("findings")
-    is_open = pads.field("status") == "open"
     counter = _FindingCounter()
     table, _total = _top(counter.counting(_scan(warehouse, "findings", run_id, storage_options)),
                          _FINDING_ORDER, TABLE_FINDINGS, _finding_keys)
-    step("findings of the drawn clusters")
     findings = [{k: v for k, v in r.items() if not k.startswith("_")} for r in table]
     listed = {f["finding_key"] for f in findings}
-    findings.extend(f for f in _rows_of(_scan(warehouse, "findings", run_id, storage_options,
-                                              where=is_open & _is_in("cluster", drawn))) or []
-                    if f["finding_key"] not in listed)
+    findings.extend(f for f in drawn_findings if f["finding_key"] not in listed)
     step("failover_readiness")
-    failover = _failover_rows(warehouse, run_id, storage_options, _rows_of(_scan(
-        warehouse, "findings", run_id, storage_options, columns=("check_id", "server", "source", "status"),
-        where=is_open & pads.field("check_id").isin(list(_FAILOVER_CHECKS)))) or [])
+    failover = _failover_rows(warehouse, run_id, storage_options)
 
     errant_history: list[dict[str, Any]] = []
     errant_columns = ("run_id", "cluster", "server", "gtid_set", "gtid_count")
@@ -416,7 +525,8 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
                                 & _is_in("replica", {h["replica"] for h in horizon}))) or []:
             previous_horizon[(r["replica"], r["channel"])] = r
     return RunTables(
-        run_id=run_id, summary=by_id[run_id], risky_clusters=risky, findings=findings, servers=servers,
+        run_id=run_id, summary=by_id[run_id], risky_clusters=risky, risky_total=risky_total, findings=findings,
+        servers=servers,
         pairs=pairs, groups=groups, healthy_count=healthy_count, healthy_servers=healthy_servers, healthy_listed=[(name, n) for _, name, n in healthy],
         servers_total=total, servers_failed=failed, servers_partial=partial, previous_run_id=previous_run_id,
         still_open=still_open, finding_counts=counter.result(), history=history, errant_history=errant_history,
@@ -425,11 +535,11 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     )
 
 
-def _failover_rows(warehouse: str, run_id: str, storage_options,
-                   findings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+def _failover_rows(warehouse: str, run_id: str, storage_options) -> list[dict[str, Any]] | None:
     """The failover_readiness rows the section shows (None: no such table): at most
-    MAX_FAILOVER_SOURCES sources, those with a failover finding first, then by name, and their
-    MAX_FAILOVER_CANDIDATES best candidates; without the GTID-set columns."""
+    MAX_FAILOVER_SOURCES sources, those with an open failover finding first, then by name, and
+    their MAX_FAILOVER_CANDIDATES best candidates; without the GTID-set columns. Both scans keep
+    at most twice MAX_FAILOVER_SOURCES names."""
     import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
@@ -437,12 +547,23 @@ def _failover_rows(warehouse: str, run_id: str, storage_options,
                     where=pads.field("candidate_rank") == 1)
     if batches is None:
         return None
-    names: set[str] = set()
-    for batch in batches:
-        names.update(pc.unique(batch["source"]).to_pylist())
-    flagged = {f["source"] if f["check_id"] == "failover_candidate_unsafe" else f["server"] for f in findings
-               if f["status"] == "open" and f["check_id"] in _FAILOVER_CHECKS}
-    chosen = sorted(names, key=lambda s: (s not in flagged, s))[:MAX_FAILOVER_SOURCES]
+    modelled = _smallest((pc.unique(b["source"]).to_pylist() for b in batches), MAX_FAILOVER_SOURCES)
+    # the source a failover finding is about: failover_candidate_unsafe names it in `source`,
+    # no_safe_failover_candidate in `server`
+    flagged = _smallest(
+        ([s if c == "failover_candidate_unsafe" else v
+          for c, v, s in zip(b["check_id"].to_pylist(), b["server"].to_pylist(), b["source"].to_pylist())]
+         for b in _scan(warehouse, "findings", run_id, storage_options, columns=("check_id", "server", "source"),
+                        where=(pads.field("status") == "open")
+                        & pads.field("check_id").isin(list(_FAILOVER_CHECKS))) or ()),
+        MAX_FAILOVER_SOURCES)
+    if flagged:   # those the table models (a flagged source without readiness rows has nothing to show)
+        present: set[str] = set()
+        for b in _scan(warehouse, "failover_readiness", run_id, storage_options, columns=("source",),
+                       where=(pads.field("candidate_rank") == 1) & _is_in("source", flagged)) or ():
+            present.update(b["source"].to_pylist())
+        flagged = [s for s in flagged if s in present]
+    chosen = (flagged + [s for s in modelled if s not in set(flagged)])[:MAX_FAILOVER_SOURCES]
     if not chosen:
         return []
     return _rows_of(_scan(warehouse, "failover_readiness", run_id, storage_options,
@@ -570,6 +691,9 @@ class Model:
     server_findings: dict[str, list[Mapping[str, Any]]]
     findings: list[Mapping[str, Any]]
     healthy_count: int = 0
+    #: the clusters with a warning, a critical finding or a failure, all of them (``clusters``
+    #: holds at most MAX_LISTED_CLUSTERS)
+    risky_total: int = 0
     #: the run's findings, all of them (``findings`` holds at most TABLE_FINDINGS)
     findings_total: int = 0
     healthy_servers: int = 0
@@ -674,6 +798,7 @@ def build_model(data: RunTables) -> Model:
                                                      f.get("cluster") or "", f["check_id"], f["server"],
                                                      f.get("channel") or ""))[:TABLE_FINDINGS],
         healthy_count=data.healthy_count,
+        risky_total=max(data.risky_total, len(clusters)),
         healthy_servers=data.healthy_servers,
         healthy_listed=data.healthy_listed,
     )
@@ -988,6 +1113,17 @@ def _horizon_section(rows: Sequence[Mapping[str, Any]], total: int,
             f'{"<th>previous run</th>" if has_previous else ""}</tr></thead><tbody>{"".join(body)}</tbody></table>{more}')
 
 
+def _partly_drawn(c: Cluster) -> str:
+    """What a drawn cluster's graph leaves out: the pairs and servers past the per-cluster caps."""
+    pairs, servers = min(len(c.pairs), c.pair_count), min(len(c.servers), c.server_count)
+    if pairs >= c.pair_count and servers >= c.server_count:
+        return ""
+    return (f'<p class="muted">Drawn: {pairs:,} of {_count(c.pair_count, "channel")} and {servers:,} of '
+            f'{_count(c.server_count, "server")} (at most {MAX_CLUSTER_PAIRS:,} channels a cluster), those named '
+            'by an open finding first, then those with a server not collected. The findings table and '
+            '<code>gtid-audit findings</code> list every finding.</p>')
+
+
 def _finding_json(f: Mapping[str, Any], evidence: bool) -> dict[str, Any]:
     out = {"check_id": f["check_id"], "severity": f["severity"], "title": f["title"], "detail": f["detail"],
            "gtid_set": _clip(f.get("gtid_set")), "gtid_count": f.get("gtid_count"),
@@ -1039,7 +1175,8 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
                f'<th>critical</th><th>warning</th><th>info</th><th>risk</th></tr></thead><tbody>{rank_rows}</tbody>'
                f'</table>' if risky else '<p>No cluster has a warning or critical finding.</p>')
     if len(risky) > RANKED_CLUSTERS:
-        ranking += f'<p class="muted">{len(risky) - RANKED_CLUSTERS} more clusters with findings below.</p>'
+        ranking += f'<p class="muted">{len(risky) - RANKED_CLUSTERS:,} more clusters with findings below.</p>'
+    unlisted = model.risky_total - len(risky)
 
     sections = []
     for n, c in enumerate(risky):
@@ -1050,13 +1187,17 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
                 + (_badge("warning", f"{counts['warning']} warning") if counts["warning"] else "")
                 + (_badge("unknown", f"{c.failed} not collected") if c.failed else ""))
         if c.name in graphs:
-            body = f'<div class="graph">{graphs[c.name]}</div>'
+            body = f'<div class="graph">{graphs[c.name]}</div>' + _partly_drawn(c)
         else:
             body = ('<p class="muted">Graph not drawn (only the riskiest clusters are); its findings are in '
                     'the table below.</p>')
         opened = " open" if n < OPEN_GRAPHS else ""
         sections.append(f'<details class="cluster" id="{anchor}"{opened} data-cluster="{_esc(c.name)}">'
                         f'<summary>{head}</summary>{body}</details>')
+    if unlisted > 0:
+        sections.append(f'<p class="muted">{_count(unlisted, "more cluster")} with a warning, a critical finding or '
+                        'a failure, less risky than those above, not listed: <code>gtid-audit findings</code> '
+                        'lists their findings.</p>')
     healthy_html = ""
     if model.healthy_count:
         items = ", ".join(f"{_esc(name)} ({n:,})" for name, n in model.healthy_listed)

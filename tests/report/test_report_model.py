@@ -241,6 +241,30 @@ def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(
     assert f"Findings (the first 3 of {full.findings_total:,}" in text
     assert text.count('<div class="graph">') == len(risky)
 
+    # a cluster with more pairs, servers or findings than the caps is drawn in part: the pair of
+    # its worst open finding first; the clusters past MAX_LISTED_CLUSTERS are counted
+    monkeypatch.setattr(report, "MAX_CLUSTER_PAIRS", 2)
+    monkeypatch.setattr(report, "MAX_CLUSTER_FINDINGS", 1)
+    monkeypatch.setattr(report, "MAX_CLUSTER_SERVERS", 6)
+    monkeypatch.setattr(report, "MAX_LISTED_CLUSTERS", 2)
+    capped = report.build_model(report.load_run(str(warehouse)))
+    assert (capped.counts, capped.risky_total) == (full.counts, len(full.clusters))
+    assert [c.name for c in capped.clusters] == [c.name for c in full.clusters[:2]]
+    rank = {"critical": 0, "warning": 1, "info": 2}
+    for c, whole in zip(capped.clusters, full.clusters):
+        assert (c.pair_count, c.server_count) == (whole.pair_count, whole.server_count)
+        assert len(c.pairs) <= 3 and len(c.servers) <= 6 < len(whole.servers)
+        worst = min((f for f in full.findings if (f.get("cluster") or report.NO_CLUSTER) == c.name
+                     and f["status"] == "open"),
+                    key=lambda f: (rank[f["severity"]], f["check_id"], f["server"], f["finding_key"]))
+        ends = {p.replica for p in c.pairs} | {p.source for p in c.pairs if capped.server_cluster.get(p.source) == c.name}
+        assert worst["server"] in c.servers and ends <= set(c.servers)
+        if worst.get("source"):
+            assert (worst["server"], worst.get("channel") or "") in {(p.replica, p.channel) for p in c.pairs}
+    text = Path(write_report(str(warehouse), out=tmp_path / "c.html", progress=False)).read_text()
+    assert text.count('<div class="graph">') == 2 and text.count("Drawn: ") == 2
+    assert f"{len(full.clusters) - 2} more clusters with a warning" in text
+
 
 @pytest.mark.parametrize("from_file", [True, False], ids=["own-process", "in-process"])
 def test_a_failed_report_never_fails_the_night(tmp_path, from_file, caplog):
@@ -288,3 +312,48 @@ def test_group_members_are_drawn_in_one_box_with_role_and_state():
     assert "group 5a8b0122… (single-primary)" in box
     assert 'a [label="a\nPRIMARY"' in box and 'b [label="b\nSECONDARY"' in box and 'c [label="c\nOFFLINE"' in box
     assert "\tr [" not in box and "\tr [" in src
+
+
+def _batches(rows, chunk=2):
+    """``rows`` as Arrow record batches of ``chunk`` rows (the way a scan hands them over)."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(rows)
+    return table.to_batches(max_chunksize=chunk)
+
+
+def test_top_per_keeps_the_first_rows_of_each_cluster_across_batches():
+    """Each cluster (NULL included) keeps its first n rows in the sort order, however the rows are
+    split into batches."""
+    from jobs.report import _top_per
+
+    rows = [{"cluster": c, "replica": f"r{i}"} for i in (5, 3, 9, 1, 7) for c in ("a", None, "b")]
+    for chunk in (1, 2, 4, 100):
+        kept = _top_per(_batches(rows, chunk), "cluster", (("replica", "ascending"),), 2)
+        assert sorted((r["cluster"] or "", r["replica"]) for r in kept) == [
+            ("", "r1"), ("", "r3"), ("a", "r1"), ("a", "r3"), ("b", "r1"), ("b", "r3")]
+    assert _top_per(None, "cluster", (("replica", "ascending"),), 2) == []
+
+
+def test_pairs_named_by_a_finding_are_drawn_before_healthy_ones():
+    """A cluster with more pairs than the cap draws first the pairs whose replica or source an open
+    finding names, then those with an end not collected whole, then the others by name."""
+    from jobs.report import _pair_keys, _top_per
+
+    def row(replica, source, replica_status="ok", source_status="ok"):
+        return {"cluster": None, "replica": replica, "channel": "", "source": source,
+                "replica_status": replica_status, "source_status": source_status}
+
+    rows = [row(f"r{i:02d}", "s") for i in range(20)] + [
+        row("r15", "t"), row("x1", "s", replica_status="failed"), row("y", None, source_status=None),
+        row("z", "errant-source")]
+    order = (("_named", "ascending"), ("_whole", "ascending"), ("replica", "ascending"), ("channel", "ascending"))
+    kept = _top_per(_batches(rows, 3), "cluster", order, 5, _pair_keys({"r15", "errant-source"}))
+    assert [(r["replica"], r["source"]) for r in kept] == [
+        ("r15", "s"), ("r15", "t"), ("z", "errant-source"), ("x1", "s"), ("y", None)]
+
+
+def test_smallest_keeps_n_distinct_names():
+    from jobs.report import _smallest
+
+    assert _smallest(([f"s{i:03d}", None, "s001"] for i in range(500, 0, -1)), 3) == ["s001", "s002", "s003"]
