@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from gtid_core.checks.catalogue import CHECKS, _finding, _short, _text
-from gtid_core.findings import Finding, empty_transaction_sql
+from gtid_core.findings import Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import GtidSet
 from gtid_core.checks.pair import replica_executed
 from gtid_core.reconnect import ReconnectKind, announced_gtid_set, simulate_auto_position_reconnect
@@ -184,6 +184,27 @@ def _unread_in_group(members: Sequence[GroupMember]) -> list[str]:
     return sorted(unread)
 
 
+def read_after(later: GroupMember, earlier: GroupMember) -> bool | None:
+    """True when ``later``'s read of its GTID sets began after ``earlier``'s returned, False when
+    it did not, None when an instant is unknown or the two cannot be compared.
+
+    What it settles: a member's own transactions reach its applier's received set only at the
+    certifier's periodic garbage collection (``channel_add_executed_gtids_to_received_gtids``,
+    about every 60 s: plugin/group_replication/src/certifier.cc), while every other member
+    receives them through the group before the member commits them. A transaction certified on
+    ``earlier`` under a UUID the client chose (``SET gtid_next``, such as the empty transactions
+    an operator commits) is therefore in ``later``'s set when this is True, and may be on
+    ``earlier`` alone when it is not."""
+    a = earlier.snapshot.read_at
+    b = later.snapshot.read_started_at or later.snapshot.read_at
+    if a is None or b is None:
+        return None
+    try:
+        return a < b
+    except TypeError:
+        return None
+
+
 def group_set(members: Iterable[GroupMember]) -> GtidSet:
     """∪ (gtid_executed ∪ applier received ∪ async Retrieved_Gtid_Set) of ``members``."""
     out = GtidSet.EMPTY
@@ -210,8 +231,11 @@ def check_group_member_errant(members: Sequence[GroupMember]) -> list[Finding]:
       certified a moment ago may be on this member and not yet on the others read earlier, so
       only GTIDs that were never certified count: outside the group's UUIDs (the group gives
       every transaction it certifies the group name, view changes the group name or
-      group_replication_view_change_uuid) and outside its applier's received set; whatever the
-      read order, a certified GTID is never reported.
+      group_replication_view_change_uuid) and outside its applier's received set. A transaction
+      certified under a UUID a client chose (``SET gtid_next``) reaches the member's own received
+      set only at the next certifier garbage collection (:func:`read_after`): the finding is
+      confirmed, at its default severity, only when another member in the group was read after
+      this one (it would then hold such a transaction); otherwise it is an unconfirmed warning.
     - GTIDs a member's asynchronous channel brought in are left out in both cases (another
       member may be receiving them through the group right now).
 
@@ -238,21 +262,29 @@ def check_group_member_errant(members: Sequence[GroupMember]) -> list[Finding]:
                 else "the next time it leaves and rejoins the group, distributed recovery will refuse it")
         primary = next((o.name for o in others if o.role == "PRIMARY"), None)
         where = primary or "the group's primary (every member in multi-primary mode writes to the group)"
+        title = f"Group member has {errant.count()} transaction(s) group {m.group_name} never certified"
+        detail = (f"{m.name} ({m.state}) has {_short(errant)}, which no member of the group has "
+                  f"({', '.join(o.name for o in others)}): {when} with 'This member has more executed "
+                  f"transactions than those present in the group'.")
+        evidence = {"group_name": m.group_name, "member_state": m.state,
+                    "member_gtid_executed": _text(m.snapshot.gtid_executed),
+                    "member_applier_received": _text(m.applier_received),
+                    "group_gtid_set": _text(group),
+                    "compared_with": ",".join(o.name for o in others)}
+        extra = {}
+        if not out and not any(read_after(o, m) for o in others):
+            why = (f"no other member was read after {m.name}: a transaction certified just before its read, "
+                   "under a UUID a client set with gtid_next, would be on it alone until the certifier's "
+                   "next garbage collection")
+            title, detail = f"Unconfirmed: {title}", (
+                detail + f" UNCONFIRMED: {why}; this finding holds only if it repeats with another member read after it.")
+            evidence["unconfirmed"] = why
+            extra["severity"] = Severity.WARNING
         findings.append(_finding(
-            "group_member_errant", m.name,
-            f"Group member has {errant.count()} transaction(s) group {m.group_name} never certified",
-            f"{m.name} ({m.state}) has {_short(errant)}, which no member of the group has "
-            f"({', '.join(o.name for o in others)}): {when} with 'This member has more executed "
-            f"transactions than those present in the group'.",
-            gtid_set=errant,
-            evidence={"group_name": m.group_name, "member_state": m.state,
-                      "member_gtid_executed": _text(m.snapshot.gtid_executed),
-                      "member_applier_received": _text(m.applier_received),
-                      "group_gtid_set": _text(group),
-                      "compared_with": ",".join(o.name for o in others)},
+            "group_member_errant", m.name, title, detail, gtid_set=errant, evidence=evidence,
             remediation=(CHECKS["group_member_errant"].remediation
                          + f"\nEmpty transactions, to run on {where} (not on {m.name}):\n"
-                         + empty_transaction_sql(errant))))
+                         + empty_transaction_sql(errant)), **extra))
     return findings
 
 
@@ -456,8 +488,11 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
     certified transactions first (``pending_relay``): nothing the group certified is lost, so a
     replica's GTIDs count as lost only when the primary never certified them
     (:meth:`GroupMember.uncertified`); a replica read after the elected member and ahead of it
-    is not. No rows when the group is not single-primary, has no primary, or the election is
-    undetermined."""
+    is not. Such a GTID outside the elected member's set counts only when the elected member was
+    read after the primary (:func:`read_after`: otherwise it may be a transaction certified just
+    before the primary's read under a UUID a client chose): the sibling is then undetermined,
+    neither refused nor losing. No rows when the group is not single-primary, has no primary, or
+    the election is undetermined."""
     election = predict_primary(members)
     if election is None or election.elected is None:
         return []
@@ -469,15 +504,19 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
     rows: list[dict] = []
     siblings: list[dict] = []
     primary_uncertified = primary.uncertified() or GtidSet.EMPTY
+    confirmed = bool(read_after(elected, primary))
+    unconfirmed = (f"unconfirmed: {elected.name} was not read after {primary.name}, whose GTIDs outside the group's "
+                   "UUIDs may have been certified just before its read")
     # the old primary, should it come back: the join check against the group
     extra = primary_uncertified - promoted_set
+    rejoin = ("rejoins through distributed recovery: its gtid_executed ∪ received set must be a subset of the "
+              "group's (compare_member_transaction_sets)")
     siblings.append(dict(sibling=primary.name, sibling_role="source",
-                         sibling_result="refused" if extra else "streams",
-                         refusal="ER_GRP_RPL_MEMBER_TRANS_GREATER_THAN_GRP" if extra else None,
-                         reconnect_rule="rejoins through distributed recovery: its gtid_executed ∪ received set "
-                                        "must be a subset of the group's (compare_member_transaction_sets)",
+                         sibling_result=("streams" if not extra else "refused" if confirmed else "undetermined"),
+                         refusal="ER_GRP_RPL_MEMBER_TRANS_GREATER_THAN_GRP" if extra and confirmed else None,
+                         reconnect_rule=rejoin if confirmed or not extra else f"{rejoin}; {unconfirmed}",
                          sibling_gtid_set=_text(primary.snapshot.gtid_executed),
-                         refused_missing=extra if extra else GtidSet.EMPTY, lost=GtidSet.EMPTY))
+                         refused_missing=extra if extra and confirmed else GtidSet.EMPTY, lost=GtidSet.EMPTY))
     for rep in replicas.get(primary.name, ()):
         announced = rep.announced(promoted)
         if announced is None:
@@ -492,8 +531,13 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
         # to every ONLINE member before the primary committed it, so the elected member applies it
         # even when the replica was read after the elected member and already has it.
         lost = (announced - promoted_set) & primary_uncertified
+        rule = outcome.rule or None
+        if lost and not confirmed:
+            result = result if result == "refused" else "undetermined"
+            rule = f"{rule}; {unconfirmed}" if rule else unconfirmed
+            lost = GtidSet.EMPTY
         siblings.append(dict(sibling=rep.name, sibling_role="replica", sibling_result=result,
-                             refusal=outcome.error, reconnect_rule=outcome.rule or None,
+                             refusal=outcome.error, reconnect_rule=rule,
                              sibling_gtid_set=_text(announced),
                              refused_missing=(outcome.missing or outcome.offending) if outcome.refused else GtidSet.EMPTY,
                              lost=lost))

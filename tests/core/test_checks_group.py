@@ -22,10 +22,21 @@ A, B, C = ("aaaaaaaa-0000-0000-0000-00000000000a", "bbbbbbbb-0000-0000-0000-0000
 X = "dddddddd-0000-0000-0000-00000000000d"          # an outside source replicating into the group
 
 
+def at(second):
+    """A read instant, ``second`` seconds into the night."""
+    import datetime as dt
+
+    return dt.datetime(2026, 11, 2, 3, 0, second, tzinfo=dt.timezone.utc)
+
+
 def member(name, uuid, state, executed, *, purged="", received=None, role=None, weight=50,
-           version="9.7.4", view=None, async_retrieved="", single_primary=True):
+           version="9.7.4", view=None, async_retrieved="", single_primary=True, read=None):
+    """A group member; ``read``: the second its GTID read began (it returned half a second later)."""
+    import datetime as dt
+
+    times = {} if read is None else {"read_started_at": at(read), "read_at": at(read) + dt.timedelta(seconds=0.5)}
     snap = ServerSnapshot(name=name, server_uuid=uuid, version=MySQLVersion.parse(version),
-                          gtid_executed=GtidSet.parse(executed), gtid_purged=GtidSet.parse(purged))
+                          gtid_executed=GtidSet.parse(executed), gtid_purged=GtidSet.parse(purged), **times)
     return GroupMember(snapshot=snap, group_name=G, state=state,
                        role=role if role is not None else ("SECONDARY" if state == "ONLINE" else None),
                        weight=weight, single_primary=single_primary,
@@ -66,13 +77,29 @@ def test_offline_member_with_a_local_write_is_errant_with_its_set_and_the_sql():
 
 def test_online_member_counts_only_gtids_outside_the_group_and_its_received_set():
     # b holds a group GTID nobody else has yet (certified a moment ago): never errant;
-    # and an own-uuid GTID nobody has: errant
-    a = member("a", A, "ONLINE", f"{G}:1-100", role="PRIMARY")
-    b = member("b", B, "ONLINE", f"{G}:1-101,{B}:1-2", received=f"{G}:1-101")
-    c = member("c", C, "ONLINE", f"{G}:1-100")
+    # and an own-uuid GTID nobody has, though c was read after it: errant
+    a = member("a", A, "ONLINE", f"{G}:1-100", role="PRIMARY", read=1)
+    b = member("b", B, "ONLINE", f"{G}:1-101,{B}:1-2", received=f"{G}:1-101", read=2)
+    c = member("c", C, "ONLINE", f"{G}:1-100", read=3)
     [f] = check_group_member_errant(views(a, b, c))
     assert f.server == "b" and f.gtid_set == GtidSet.parse(f"{B}:1-2")
-    assert "next time it leaves and rejoins" in f.detail
+    assert "next time it leaves and rejoins" in f.detail and f.severity.value == "critical"
+
+
+def test_online_member_read_last_is_only_an_unconfirmed_warning():
+    # the primary, read last, committed X:1 with SET gtid_next just before its read: certified,
+    # delivered to b and c after they were read, and in its own received set only at the next
+    # certifier garbage collection. Nothing read after it can tell that from an errant write.
+    a = member("a", A, "ONLINE", f"{G}:1-100,{X}:1", received=f"{G}:1-100", role="PRIMARY", read=3)
+    b = member("b", B, "ONLINE", f"{G}:1-100", read=1)
+    c = member("c", C, "ONLINE", f"{G}:1-100", read=2)
+    [f] = check_group_member_errant(views(a, b, c))
+    assert (f.server, f.severity.value, f.gtid_set) == ("a", "warning", GtidSet.parse(f"{X}:1"))
+    assert f.title.startswith("Unconfirmed:") and "no other member was read after a" in f.evidence["unconfirmed"]
+    # read first, the same set is confirmed: b and c would hold a certified X:1
+    a_first = member("a", A, "ONLINE", f"{G}:1-100,{X}:1", received=f"{G}:1-100", role="PRIMARY", read=0)
+    [f] = check_group_member_errant(views(a_first, b, c))
+    assert f.severity.value == "critical" and "unconfirmed" not in f.evidence
 
 
 def test_gtids_of_an_asynchronous_channel_are_not_errant():
@@ -176,10 +203,29 @@ def test_a_write_the_group_never_certified_is_lost_when_only_a_replica_has_it():
     # replica received and the elected member never will
     from gtid_core.checks.group import group_failover_rows
 
-    a = member("a", A, "ONLINE", f"{G}:1-130,{A}:1", received=f"{G}:1-130", role="PRIMARY")
-    b = member("b", B, "ONLINE", f"{G}:1-130", weight=70)
+    a = member("a", A, "ONLINE", f"{G}:1-130,{A}:1", received=f"{G}:1-130", role="PRIMARY", read=1)
+    b = member("b", B, "ONLINE", f"{G}:1-130", weight=70, read=2)
     r = async_replica("r", X, f"{G}:1-130,{A}:1", f"{G}:1-130,{A}:1")
     rows = group_failover_rows(views(a, b), {"a": [r]})
     assert {row["verdict"] for row in rows} == {"loses_transactions"}
     [rep] = [row for row in rows if row["sibling"] == "r"]
     assert rep["lost_gtid_set"] == f"{A}:1"
+    [old] = [row for row in rows if row["sibling"] == "a"]
+    assert (old["sibling_result"], old["refusal"]) == ("refused", "ER_GRP_RPL_MEMBER_TRANS_GREATER_THAN_GRP")
+
+
+def test_the_elected_member_read_before_the_primary_leaves_a_client_gtid_undetermined():
+    # the primary committed D:7 with SET gtid_next a moment before its read (certified: b
+    # receives it, but b was read before); its replica already has it. Not lost, not refused:
+    # undetermined, until a night reads b after a.
+    from gtid_core.checks.group import group_failover_rows
+
+    d = "eeeeeeee-0000-0000-0000-00000000000e"
+    a = member("a", A, "ONLINE", f"{G}:1-130,{d}:7", received=f"{G}:1-130", role="PRIMARY", read=2)
+    b = member("b", B, "ONLINE", f"{G}:1-130", weight=70, read=1)
+    r = async_replica("r", X, f"{G}:1-130,{d}:7", f"{G}:1-130,{d}:7")
+    rows = group_failover_rows(views(a, b), {"a": [r]})
+    assert {row["verdict"] for row in rows} == {"undetermined"}
+    assert {row["sibling"]: (row["sibling_result"], row["lost_count"]) for row in rows} == {
+        "a": ("undetermined", 0), "r": ("undetermined", 0)}
+    assert all("unconfirmed: b was not read after a" in row["reconnect_rule"] for row in rows)
