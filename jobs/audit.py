@@ -213,12 +213,16 @@ def group_frame(snapshots_df, group_df, members_df, channels_df):
 
 def with_group_state(snapshots_df, group_df):
     """``snapshots_df`` with ``group_member_state``: the server's own MEMBER_STATE when it belongs
-    to a replication group (NULL otherwise). A member's failure is the group's to handle (it
+    to a replication group (NULL otherwise), and its ``member_group_name`` and
+    ``member_view_change_uuid`` (the replica group's own view changes are not errant for its
+    asynchronous channel: gtid_core.checks.pair.ReplicaGroup). A member's failure is the group's to handle (it
     elects a member; its asynchronous replicas are repointed, never promoted), so the
     asynchronous failover model leaves ONLINE and RECOVERING members out."""
     from pyspark.sql import functions as F
 
-    return snapshots_df.join(group_df.select("server", F.col("member_state").alias("group_member_state")),
+    return snapshots_df.join(group_df.select("server", F.col("member_state").alias("group_member_state"),
+                                             F.col("group_name").alias("member_group_name"),
+                                             F.col("view_change_uuid").alias("member_view_change_uuid")),
                              "server", "left")
 
 

@@ -298,6 +298,17 @@ def _other_channels_gtids(row: Mapping[str, Any], channel_name: str):
     return out
 
 
+def _replica_group(row: Mapping[str, Any]):
+    """The replication group a replica's snapshot row says it belongs to (``member_group_name``,
+    ``member_view_change_uuid``: jobs.audit.with_group_state), None when it is in none."""
+    from gtid_core.checks import ReplicaGroup
+
+    name = row.get("member_group_name")
+    if not name:
+        return None
+    return ReplicaGroup(group_name=name.strip().lower(), view_change_uuid=row.get("member_view_change_uuid"))
+
+
 def check_server_batches(batches: Iterator[Any]) -> Iterator[Any]:
     """mapInArrow body: one row per server (``snapshot``, ``previous``), findings rows out."""
     import pyarrow as pa
@@ -450,7 +461,8 @@ def source_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *, run_id: st
                 tail = events_from_rows(relay_tail_rows(pair["relay_tail"] or []))
             owners = registry if registry is not None else {
                 o["server_uuid"]: o["server"] for o in pair.get("uuid_owners") or ()}
-            fleet = FleetContext(uuid_registry=owners, other_channels_gtids=_other_channels_gtids(pair, name))
+            fleet = FleetContext(uuid_registry=owners, other_channels_gtids=_other_channels_gtids(pair, name),
+                                 replica_group=_replica_group(rep))
             found = run_pair_checks(replica, channel, source, tail, fleet)
         except GtidCoreError as exc:
             yield "finding", _invalid(rep, exc, source=src["server"], channel=name)

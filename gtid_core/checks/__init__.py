@@ -28,13 +28,14 @@ code uses; everything else is the modules' own business.
 """
 from gtid_core.checks.catalogue import CHECKS, CheckInfo
 from gtid_core.checks.divergence import split_errant
-from gtid_core.checks.pair import FleetContext, pair_reconnect_outcome, read_order, replica_executed
+from gtid_core.checks.pair import FleetContext, ReplicaGroup, pair_reconnect_outcome, read_order, replica_executed
 from gtid_core.checks.runners import run_pair_checks, run_server_checks
 
 __all__ = [
     "CHECKS",
     "CheckInfo",
     "FleetContext",
+    "ReplicaGroup",
     "pair_reconnect_outcome",
     "read_order",
     "replica_executed",

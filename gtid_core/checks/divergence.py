@@ -70,6 +70,14 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     replica's binary logs) and *lost* (in its gtid_purged only): lost errant GTIDs make the
     replica unsafe to promote on every version (failover_candidate_unsafe says what promoting it
     would do).
+
+    A replica that is a Group Replication member (``FleetContext.replica_group``: the replica group
+    of two groups joined by this channel) has its group's own view changes, which its source never
+    has (:class:`gtid_core.checks.pair.ReplicaGroup`): GTIDs of group_replication_view_change_uuid
+    are left out. With AUTOMATIC before 8.3.0 the view changes share the group name with the
+    writes the group certified, so the group name's GTIDs can be either: alone they make an
+    ``info`` finding (its set: view changes and writes together), never a warning or a critical;
+    beside other errant GTIDs they are named in the evidence and left out of the set.
     """
     if pair.source is None or pair.source.gtid_executed is None or pair.replica_set is None:
         return []
@@ -81,8 +89,13 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     if assigned_uuid:
         excluded = errant.for_uuid(assigned_uuid)
         errant = errant - excluded
+    view_changes = ambiguous = GtidSet.EMPTY
+    group = pair.fleet.replica_group
+    if group is not None:
+        view_changes, ambiguous = group.view_change_gtids(errant, pair.replica.version)
+        errant = errant - view_changes - ambiguous
     if not errant:
-        return []
+        return _group_name_gtids(pair, ambiguous, group) if ambiguous else []
     attribution = []
     for uuid in sorted(errant.uuids()):
         owner = pair.fleet.owner_of(uuid)
@@ -103,6 +116,13 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     ev["errant_attribution"] = "\n".join(attribution)
     if excluded:
         ev["excluded_anonymous_assigned"] = _text(excluded)
+    if view_changes:
+        ev["excluded_view_changes"] = _text(view_changes)
+    if ambiguous:
+        ev["group_name_gtids_ambiguous"] = _text(ambiguous)
+        detail += (f" Not counted: {ambiguous.count()} GTID(s) of {pair.replica_name}'s group name "
+                   f"({_short(ambiguous, 120)}): view changes or writes, which MySQL {pair.replica.version} "
+                   "logs under that same name.")
     salvageable, lost = split_errant(pair.replica, errant)
     ev["errant_salvageable"], ev["errant_lost"] = _text(salvageable), _text(lost)
     if lost:
@@ -117,6 +137,33 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     return [pair.order_dependent_finding(
         "errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
         detail, gtid_set=errant, evidence=ev, remediation=remediation)]
+
+
+def _group_name_gtids(pair: _Pair, ambiguous: GtidSet, group) -> list[Finding]:
+    """The info finding of a group member whose only GTIDs its source lacks are of its group's
+    name, on a version that logs view changes under that name (see check_errant_transactions)."""
+    ev = pair.base_evidence()
+    ev["group_name"] = group.group_name
+    ev["group_name_gtids_ambiguous"] = _text(ambiguous)
+    version = pair.replica.version
+    detail = (
+        f"Replica {pair.replica_name}, a member of group {group.group_name}, has {ambiguous.count()} GTID(s) of "
+        f"its group's name that its source {pair.source_name} lacks ({_short(ambiguous, 120)}). "
+        f"MySQL {version or '(version unknown)'} logs the group's view changes under the group name when "
+        "group_replication_view_change_uuid is AUTOMATIC, so these are the group's own View_change transactions "
+        "(no data; every healthy replica group has them), writes made in the group, or both: the sets the "
+        "audit reads cannot tell them apart. Writes among them would be errant transactions."
+    )
+    remediation = (
+        "To tell view changes from writes: list the group name's GTIDs in the binary logs of a member "
+        "(mysqlbinlog; view changes are View_change events). From 8.0.26, set group_replication_view_change_uuid "
+        "on every member (Group Replication restarted on all of them; InnoDB ClusterSet requires it): view "
+        "changes then get that UUID, and a write in the group is reported as an errant transaction."
+    )
+    return [pair.finding(
+        "errant_transactions",
+        f"{pair.replica_name} has {ambiguous.count()} GTID(s) of its group's name: view changes or writes",
+        detail, severity=Severity.INFO, gtid_set=ambiguous, evidence=ev, remediation=remediation)]
 
 
 def check_replica_gtid_history_lost(pair: _Pair) -> list[Finding]:

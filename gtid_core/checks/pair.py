@@ -32,21 +32,75 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from gtid_core.checks.catalogue import CHECKS, _finding, _text
-from gtid_core.errors import SnapshotError
+from gtid_core.errors import GtidCoreError, SnapshotError
 from gtid_core.findings import Finding, Severity
 from gtid_core.gtid_set import GtidSet
 from gtid_core.reconnect import ReconnectOutcome, reconnect_outcome
 from gtid_core.relay_log import RelayLogEvent, gtid_of_event
 from gtid_core.snapshots import ChannelSnapshot, Gtid, ServerSnapshot
+from gtid_core.versions import MySQLVersion
 
 __all__ = [
     "FleetContext",
+    "ReplicaGroup",
     "pair_reconnect_outcome",
     "read_order",
     "replica_executed",
     "replica_read_at",
     "source_read_started_at",
 ]
+
+
+#: Group Replication logs no View_change transaction from 8.3.0 (WL#14539; a real 9.7.4 group's
+#: binary log after three joins holds only its writes). Assumed, like the simulator's dialects:
+#: which release stopped is not verified here.
+_NO_VIEW_CHANGE_LOG_VERSION = MySQLVersion.of(8, 3, 0)
+
+
+@dataclass(frozen=True)
+class ReplicaGroup:
+    """The replication group a replica of an asynchronous channel is a member of (the replica
+    group of two groups joined by a channel, as InnoDB ClusterSet joins them): the UUIDs under
+    which the group logs its own view changes.
+
+    Before 8.3.0 every view in which a member joins is logged by each member as a transaction
+    (a View_change_log_event with a GTID the group's certifier generates,
+    ``Certifier::generate_view_change_group_gno`` in plugin/group_replication/src/certifier.cc,
+    named as recalled from an 8.0 tree: not re-read for this check):
+    of the group name, or from 8.0.26 of ``group_replication_view_change_uuid`` when it is not
+    AUTOMATIC. Those transactions hold no data and are the replica group's own, so its source
+    never has them. The manual gives the variable exactly that purpose ("Using an alternative UUID
+    makes it easier to distinguish view change events from transactions received by the group
+    from clients ... if your setup allows for failover between groups"), and MySQL Shell requires
+    it for InnoDB ClusterSet (8.0.27+)."""
+
+    group_name: str
+    view_change_uuid: str | None = None     # None or 'AUTOMATIC': view changes use the group name
+
+    def view_change_gtids(self, gtids: GtidSet, version: MySQLVersion | None) -> tuple[GtidSet, GtidSet]:
+        """(view changes, ambiguous) among ``gtids`` (GTIDs of a member of version ``version``).
+
+        *view changes*: the GTIDs of group_replication_view_change_uuid when it is set: on any
+        version nothing else is logged under it. *ambiguous*: with AUTOMATIC before 8.3.0 (or the
+        version unknown), the group name's GTIDs, because view changes and the writes the group
+        certified share that UUID and no set the audit reads tells them apart. From 8.3.0 with
+        AUTOMATIC the group name's GTIDs are writes (nothing is excluded). Blind spot: once
+        view_change_uuid is set, view changes the group logged under its name before count as
+        writes."""
+        vcu = (self.view_change_uuid or "").strip()
+        view_changes = GtidSet.EMPTY
+        if vcu and vcu.upper() != "AUTOMATIC":
+            try:
+                view_changes = gtids.for_uuid(vcu)
+            except GtidCoreError:
+                view_changes = GtidSet.EMPTY          # not a UUID: nothing is excluded
+            return view_changes, GtidSet.EMPTY
+        if version is not None and version >= _NO_VIEW_CHANGE_LOG_VERSION:
+            return GtidSet.EMPTY, GtidSet.EMPTY
+        try:
+            return GtidSet.EMPTY, gtids.for_uuid(self.group_name)
+        except GtidCoreError:
+            return GtidSet.EMPTY, GtidSet.EMPTY
 
 
 @dataclass(frozen=True)
@@ -74,12 +128,16 @@ class FleetContext:
 
     Only ``errant_transactions`` uses it: the source's reconnect checks compare the replica with
     the source's own gtid_executed (5.7+: only its own server_uuid), whatever other channels bring.
+
+    ``replica_group`` is the replication group the replica is a member of (None when it is in
+    none): its own view changes are not errant (:class:`ReplicaGroup`).
     """
 
     uuid_registry: Mapping[str, str] = field(default_factory=dict)
     replica_name: str | None = None
     source_name: str | None = None
     other_channels_gtids: GtidSet | None = None
+    replica_group: ReplicaGroup | None = None
 
     def owner_of(self, uuid: str) -> str | None:
         """The inventory name of the server owning ``uuid`` (case-insensitive), or None."""

@@ -78,7 +78,7 @@ def serious(findings):
 
 import pytest  # noqa: E402
 
-from gtid_core.checks import CHECKS, FleetContext, run_pair_checks, run_server_checks  # noqa: E402
+from gtid_core.checks import CHECKS, FleetContext, ReplicaGroup, run_pair_checks, run_server_checks  # noqa: E402
 from gtid_core.findings import Severity  # noqa: E402
 from gtid_core.gtid_set import GtidSet  # noqa: E402
 from gtid_core.relay_log import RelayLogEvent  # noqa: E402
@@ -410,6 +410,62 @@ def test_other_channels_are_not_errant():
     rep = server("rep", R, executed=f"{S}:1-10,{X}:1-7")
     fleet = FleetContext(uuid_registry={}, other_channels_gtids=G(f"{X}:1-7"))
     assert "errant_transactions" not in ids(pair(rep, channel("", f"{S}:1-10,{X}:1-7"), src, fleet=fleet))
+
+
+# ---------------------------------------------------------------- a replica group's own view changes (issue #22)
+
+GN = "a1b2c3d4-0000-4000-8000-00000000000a"    # the replica group's name
+VCU = "a1b2c3d4-0000-4000-8000-00000000000b"   # its group_replication_view_change_uuid
+
+
+def group_pair(version, executed, vcu=None, member=True):
+    """run_pair_checks of a replica group's primary (group GN) on its channel from S."""
+    src = server("src", S, version=version, executed=f"{S}:1-100")
+    rep = server("rep", R, version=version, executed=executed)
+    group = ReplicaGroup(GN, vcu) if member else None
+    return pair(rep, channel(f"{S}:51-100", executed), src,
+                fleet=FleetContext(uuid_registry={S: "src"}, replica_group=group))
+
+
+@pytest.mark.parametrize("version", ["8.0.27", "8.0.36", "8.4.3"])
+def test_view_changes_under_the_view_change_uuid_are_not_errant(version):
+    """A healthy replica group with group_replication_view_change_uuid (InnoDB ClusterSet): its view
+    changes are not errant; without the group known, the same sets are (the contrast)."""
+    executed = f"{S}:1-100,{VCU}:1-3"
+    assert "errant_transactions" not in ids(group_pair(version, executed, VCU))
+    assert one(group_pair(version, executed, VCU, member=False), "errant_transactions").gtid_set == G(f"{VCU}:1-3")
+
+
+def test_a_write_in_a_replica_group_with_a_view_change_uuid_is_errant_exactly():
+    """A write in the replica group (its group name) is errant, critical, exactly that set; the
+    view changes are left out and named in the evidence."""
+    f = one(group_pair("8.0.36", f"{S}:1-100,{VCU}:1-3,{GN}:1-2", VCU), "errant_transactions")
+    assert (f.severity, f.gtid_set) == (Severity.CRITICAL, G(f"{GN}:1-2"))
+    assert G(f.evidence["excluded_view_changes"]) == G(f"{VCU}:1-3")
+
+
+@pytest.mark.parametrize("version, vcu", [("8.0.21", None), ("8.0.36", "AUTOMATIC"), ("5.7.44", None)])
+def test_group_name_gtids_before_83_without_view_change_uuid_are_info_only(version, vcu):
+    """AUTOMATIC before 8.3: view changes share the group name with writes, so the group name's
+    GTIDs give an info finding with their set, never a warning or a critical; a GTID of another
+    UUID beside them is still critical, alone in the set."""
+    healthy = group_pair(version, f"{S}:1-100,{GN}:1-3", vcu)
+    assert serious(healthy) == []
+    f = one(healthy, "errant_transactions")
+    assert (f.severity, f.gtid_set) == (Severity.INFO, G(f"{GN}:1-3"))
+    assert one(group_pair(version, f"{S}:1-100,{GN}:1-3", vcu, member=False),
+               "errant_transactions").severity == Severity.CRITICAL
+    mixed = one(group_pair(version, f"{S}:1-100,{GN}:1-3,{X}:1", vcu), "errant_transactions")
+    assert (mixed.severity, mixed.gtid_set) == (Severity.CRITICAL, G(f"{X}:1"))
+    assert G(mixed.evidence["group_name_gtids_ambiguous"]) == G(f"{GN}:1-3")
+
+
+@pytest.mark.parametrize("version", ["8.3.0", "8.4.3", "9.7.4"])
+def test_group_name_gtids_from_83_are_writes(version):
+    """From 8.3 no view change is logged: the group name's GTIDs in the replica group are its writes,
+    critical (as on the real 9.7.4 groups of tests/sandbox/test_group_replication.py)."""
+    f = one(group_pair(version, f"{S}:1-100,{GN}:1-2"), "errant_transactions")
+    assert (f.severity, f.gtid_set) == (Severity.CRITICAL, G(f"{GN}:1-2"))
 
 
 # ---------------------------------------------------------------- incomplete relay log tail (seeds 002/004)

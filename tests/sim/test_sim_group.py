@@ -247,3 +247,55 @@ def test_generate_includes_groups_deterministically():
     assert {"group_errant", "group_unrecoverable"} <= {t.scenario for t in fleet.truth}
     assert {"group_errant", "group_unrecoverable"} <= set(CONSISTENCY_FAULTS)
     assert generate(1000, seed=1, base_port=30000) == fleet
+
+
+@pytest.mark.parametrize("version,older,elected,verdict", [
+    ("8.0.36", None, "g2", "safe_after_catch_up"), ("5.7.44", None, "g2", "safe_after_catch_up"),
+    ("8.0.36", "8.0.35", "g3", "safe"), ("5.7.44", "5.7.40", "g2", "safe_after_catch_up")])
+def test_election_scenario_is_decided_by_weight_or_version(version, older, elected, verdict):
+    """group_election: g2 weighs 80 with the higher server_uuid and two certified transactions to
+    apply, g3 weighs 40 (and runs ``older``); the readiness truth follows the server's rule, not
+    the uuid order; the members' views show the weights' owners and versions."""
+    b = FleetBuilder(seed=5, base_port=30000)
+    g1, g2, g3 = b.group_election("e", version, older=older)
+    assert (g2.group.member_weight, g3.group.member_weight) == (80, 40) and g2.server_uuid > g3.server_uuid
+    assert (GtidSet.parse(g2.group.received) - GtidSet.parse(g2.gtid_executed)).count() == 2
+    assert GtidSet.parse(g3.group.received) <= GtidSet.parse(g3.gtid_executed)
+    assert g3.version == (older or version)
+    assert {m.member_id: m.version for m in g1.group.members} == {s.server_uuid: s.version for s in (g1, g2, g3)}
+    assert [(t.source, t.candidate, t.verdict) for t in b.fleet().readiness] == [("e-g1", f"e-{elected}", verdict)]
+    assert b.fleet().truth == []
+    with pytest.raises(ValueError, match="5.7.20"):
+        b.group_election("old", "5.7.19")
+
+
+@pytest.mark.parametrize("version,vcu", [("8.0.36", True), ("8.0.21", False), ("8.4.3", False)])
+@pytest.mark.parametrize("errant", [False, True], ids=["healthy", "errant"])
+def test_group_pair_scenario(version, vcu, errant):
+    """group_pair: the replica group's primary replicates the other group's primary; every member
+    of the replica group has the source group's history plus its own view changes (before 8.3) and,
+    errant, the writes of its primary. The truth: errant_transactions (critical, the written set)
+    when view changes have a UUID of their own or are not logged; an info truth naming the group
+    name's GTIDs when they share the group name (8.0.21); nothing alerting when healthy."""
+    b = FleetBuilder(seed=9, base_port=30000)
+    servers = b.group_pair("cs", version, errant=errant, view_change_uuid=vcu)
+    by = {s.name: s for s in servers}
+    p1, r1, r2 = by["cs-p-g1"], by["cs-r-g1"], by["cs-r-g2"]
+    assert {s.cluster for s in servers} == {"cs"} and len(servers) == 5
+    [ch] = r1.channels
+    assert (ch.name, ch.source) == ("clusterset_replication", "cs-p-g1") and not r2.channels
+    name = r1.group.group_name
+    extra = GtidSet.parse(r1.gtid_executed) - GtidSet.parse(p1.gtid_executed)
+    assert extra == GtidSet.parse(r2.gtid_executed) - GtidSet.parse(p1.gtid_executed)
+    views = {"8.0.36": 2, "8.0.21": 2, "8.4.3": 0}[version]
+    if vcu:
+        assert extra.for_uuid(r1.group.view_change_uuid).count() == views
+    writes = extra.for_uuid(name).count() - (0 if vcu else views)
+    assert (writes > 0) == errant
+    truth = [(t.check_id, t.server, t.source, t.severity, t.gtid_set) for t in b.fleet().truth]
+    if version == "8.0.21":
+        assert truth == [("errant_transactions", "cs-r-g1", "cs-p-g1", "info", extra.for_uuid(name).to_text())]
+    elif errant:
+        assert truth == [("errant_transactions", "cs-r-g1", "cs-p-g1", "critical", extra.for_uuid(name).to_text())]
+    else:
+        assert truth == []

@@ -33,7 +33,7 @@ from gtid_core import GtidSet
 from gtid_core.versions import MySQLVersion
 from jobs.sandbox.sim.dialects import shape_for
 
-__all__ = ["SimBinlog", "SimChannel", "SimGroup", "SimGroupMember", "SimServer", "SimFleet", "Truth",
+__all__ = ["SimBinlog", "SimChannel", "SimGroup", "SimGroupMember", "SimServer", "SimFleet", "Truth", "ReadinessTruth",
            "FleetBuilder", "generate", "COLLECTION_FAULTS", "CONSISTENCY_FAULTS", "DEFAULT_VERSIONS", "PASSWORD"]
 
 PASSWORD = "sim-audit-password"          # the audit account's password on every simulated server
@@ -146,12 +146,27 @@ class SimServer:
 
 @dataclass(frozen=True)
 class Truth:
-    """One finding the audit must report."""
+    """One finding the audit must report (``gtid_set``: its set, where a scenario names it). Only
+    warning and critical truths are scored (:mod:`.score`); an info truth says what the audit
+    must note without alerting."""
 
     check_id: str
     server: str
     source: str | None
     severity: str
+    scenario: str
+    gtid_set: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadinessTruth:
+    """The failover_readiness row a single-primary group must get: if ``source`` (its primary) left,
+    the group would elect ``candidate``, and the verdict would be ``verdict`` (safe, or
+    safe_after_catch_up when the elected member has certified transactions left to apply)."""
+
+    source: str
+    candidate: str
+    verdict: str
     scenario: str
 
 
@@ -160,6 +175,7 @@ class SimFleet:
     servers: list[SimServer]
     truth: list[Truth]
     seed: int = 0
+    readiness: list[ReadinessTruth] = field(default_factory=list)
 
     # -- persistence -------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -176,7 +192,8 @@ class SimFleet:
                 g = s["group"]
                 s["group"] = SimGroup(**{**g, "members": [SimGroupMember(**m) for m in g["members"]]})
             servers.append(SimServer(**s))
-        return cls(servers, [Truth(**t) for t in data["truth"]], data.get("seed", 0))
+        return cls(servers, [Truth(**t) for t in data["truth"]], data.get("seed", 0),
+                   [ReadinessTruth(**r) for r in data.get("readiness", [])])
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
@@ -309,6 +326,7 @@ class FleetBuilder:
         self.base_port = base_port or random.SystemRandom().randrange(20000, 40000)
         self.servers: list[SimServer] = []
         self.truth: list[Truth] = []
+        self.readiness: list[ReadinessTruth] = []
         self._count = 0
 
     # -- identities -----------------------------------------------------------------------------
@@ -322,7 +340,7 @@ class FleetBuilder:
         return f"127.{1 + i % 250}.{(i // 250) % 250}.{1 + (i // 62500) % 250}", self.base_port + i % 20000
 
     def fleet(self) -> SimFleet:
-        return SimFleet(self.servers, self.truth, self.seed)
+        return SimFleet(self.servers, self.truth, self.seed, self.readiness)
 
     def _server(self, name: str, version: str, cluster: str, executed: GtidSet, purged: GtidSet,
                 logs: list[SimBinlog], **variables: Any) -> SimServer:
@@ -420,8 +438,10 @@ class FleetBuilder:
         pos += fd
         return events, pos, fd + 31
 
-    def truth_of(self, check_id: str, server: str, source: str | None, severity: str, scenario: str) -> None:
-        self.truth.append(Truth(check_id, server, source, severity, scenario))
+    def truth_of(self, check_id: str, server: str, source: str | None, severity: str, scenario: str,
+                 gtid_set: GtidSet | None = None) -> None:
+        self.truth.append(Truth(check_id, server, source, severity, scenario,
+                                gtid_set.to_text(multiline=False) if gtid_set is not None else None))
 
     # -- healthy shapes -------------------------------------------------------------------------------
     def cluster(self, cluster: str, version: str, replicas: int = 2, *, chain: bool = False,
@@ -504,6 +524,98 @@ class FleetBuilder:
                 consistency="BEFORE_ON_PRIMARY_FAILOVER" if v.triple >= (8, 4, 0) else "EVENTUAL")
         self._set_views(servers, writes=m)
         return servers
+
+    def group_election(self, cluster: str, version: str, *, older: str | None = None) -> list[SimServer]:
+        """A healthy single-primary group of three whose next primary, should g1 leave, is decided
+        by group_replication_member_weight (5.7.20+): of the two secondaries, g2 has the higher
+        server_uuid and weighs 80, g3 weighs 40, so the server_uuid order alone would elect g3. g2
+        has two certified transactions left to apply, g3 none.
+
+        ``older``, a rolling upgrade half done: g3 still runs that older release of the same major
+        version. From 8.0.17 only the members of the lowest whole version, patch included, may be
+        elected, so g3 wins despite its weight (caught up: safe); before 8.0.17 only the major
+        version counts and g2 still wins (``sort_and_get_lowest_version_member_position``,
+        primary_election_invocation_handler.cc; ``PRIMARY_ELECTION_PATCH_CONSIDERATION``).
+        Writes the readiness truth: source g1, the elected member, safe_after_catch_up for g2 (its
+        backlog) or safe for g3."""
+        v = MySQLVersion.parse(version)
+        if v.triple < (5, 7, 20):
+            raise ValueError(f"MySQL {version!r} has no group_replication_member_weight (5.7.20+)")
+        if older is not None and not (MySQLVersion.parse(older).major == v.major and MySQLVersion.parse(older) < v):
+            raise ValueError(f"{older!r} is not an older release of {version!r}'s major version")
+        servers = self.group(cluster, version, members=3, lags=[0, 2, 0])
+        g1, g2, g3 = servers
+        if g2.server_uuid < g3.server_uuid:       # the member ids only name members: swapping them is free
+            g2.server_uuid, g3.server_uuid = g3.server_uuid, g2.server_uuid
+        g2.group.member_weight, g3.group.member_weight = 80, 40
+        if older is not None:
+            g3.version = older
+        self._set_views(servers, writes=g1.group.members[0].checked)
+        elected = g3 if older is not None and v.triple >= (8, 0, 17) else g2
+        self.readiness.append(ReadinessTruth(g1.name, elected.name, "safe_after_catch_up" if elected is g2 else "safe",
+                                             "group_election_version" if older else "group_election_weight"))
+        return servers
+
+    def group_pair(self, cluster: str, version: str, *, errant: bool = False,
+                   view_change_uuid: bool = False) -> list[SimServer]:
+        """Two single-primary groups joined by an asynchronous channel, as InnoDB ClusterSet joins
+        them: ``<cluster>-p`` (three members) and the replica group ``<cluster>-r`` (two), whose
+        primary ``<cluster>-r-g1`` replicates from ``<cluster>-p-g1`` through channel
+        ``clusterset_replication``; every server in cluster ``cluster``.
+
+        The replica group was seeded from a backup of -p-g1 (its gtid_purged), its two members
+        joined -- before 8.3.0 each join logs a View_change transaction of the replica group's own
+        name, or of its group_replication_view_change_uuid when ``view_change_uuid`` is set on
+        8.0.26+ (both groups then set one, as ClusterSet requires from 8.0.27) -- and its primary's
+        channel brought the rest of -p-g1's history, which the replica group certified under the
+        GTIDs they came with. Healthy, no finding: the view changes are the replica group's own.
+
+        ``errant``: one to three writes on the replica group's primary (super_read_only turned
+        off), certified by its group under its group name: errant_transactions on -r-g1 (source
+        -p-g1, critical) with exactly that set. Not when the replica group logs its view changes
+        under that same name (AUTOMATIC before 8.3.0): then no set the audit reads tells the writes
+        from the view changes, and the audit says so in an info errant_transactions finding naming
+        the group name's GTIDs, the view changes and the writes, healthy or not (an info truth)."""
+        v = MySQLVersion.parse(version)
+        shape = shape_for(v)
+        src = self.group(f"{cluster}-p", version, members=3, lags=[0, 1, 0], view_change_uuid=view_change_uuid)
+        p1 = src[0]
+        up, provisioned = GtidSet.parse(p1.gtid_executed), GtidSet.parse(p1.gtid_purged)
+        name = self._uuid()
+        vcu = self._uuid() if view_change_uuid and v.triple >= (8, 0, 26) else None
+        joins = 2 if shape.logs_view_changes else 0
+        views = _iv(vcu or name, 1, joins)
+        own = GtidSet.EMPTY
+        if errant:
+            first = 1 if vcu or not joins else joins + 1
+            own = _iv(name, first, first + self.rng.randrange(0, 3))
+        received = up - provisioned                 # what the channel brought
+        certified = views | received | own
+        executed = provisioned | certified
+        servers = []
+        for i in range(2):
+            writable = errant and i == 0
+            variables = {"read_only": 0, "super_read_only": 0} if writable else {"read_only": 1, "super_read_only": 1}
+            servers.append(self._server(f"{cluster}-r-g{i + 1}", version, cluster, executed, provisioned,
+                                        self._member_logs(v, provisioned, executed), **variables))
+        view_id = f"{self.rng.randrange(10 ** 16, 10 ** 17)}:2"
+        top = self._last_gno(certified, name)
+        for i, server in enumerate(servers):
+            server.group = SimGroup(
+                group_name=name, view_id=view_id, members=[], received=_text(certified),
+                last_queued=f"{name}:{top}" if i and top else "", view_change_uuid=vcu or "AUTOMATIC",
+                consistency="BEFORE_ON_PRIMARY_FAILOVER" if v.triple >= (8, 4, 0) else "EVENTUAL")
+        self._set_views(servers, writes=received.count() + own.count())
+        self.attach(servers[0], p1, "clusterset_replication", received)
+        for server in src:
+            server.cluster = cluster
+        if vcu or not shape.logs_view_changes:
+            if own:
+                self.truth_of("errant_transactions", servers[0].name, p1.name, "critical", "group_pair_errant", own)
+        else:       # the group name's GTIDs: view changes, and the writes when there are some
+            self.truth_of("errant_transactions", servers[0].name, p1.name, "info",
+                          "group_pair_errant" if own else "group_pair", views | own)
+        return [*src, *servers]
 
     def _member_logs(self, v: MySQLVersion, purged: GtidSet, executed: GtidSet) -> list[SimBinlog]:
         """Two binary logs holding ``executed - purged`` (each interval split in halves)."""

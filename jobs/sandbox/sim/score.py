@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from jobs.sandbox.sim.model import Truth
 
-__all__ = ["Score", "score", "read_findings"]
+__all__ = ["Score", "score", "read_findings", "read_readiness"]
 
 ALERTING = ("critical", "warning")
 #: Checks the model has no truth for: failover readiness follows from the consistency faults
@@ -35,9 +35,10 @@ class Score:
 
 
 def score(truth: Iterable[Truth], findings: Iterable[dict[str, Any]]) -> Score:
-    """Compare open warning/critical findings, keyed (check_id, server, source), with the truth
-    (the failover-readiness checks, which the model has no truth for, left out: ``UNSCORED``)."""
-    expected = frozenset((t.check_id, t.server, t.source) for t in truth)
+    """Compare open warning/critical findings, keyed (check_id, server, source), with the warning
+    and critical truth (the failover-readiness checks, which the model has no finding truth for,
+    left out: ``UNSCORED``; their readiness rows are compared by tests/sim/test_sim_end_to_end.py)."""
+    expected = frozenset((t.check_id, t.server, t.source) for t in truth if t.severity in ALERTING)
     found = frozenset((f["check_id"], f["server"], f.get("source")) for f in findings
                       if f.get("severity") in ALERTING and f.get("status", "open") == "open"
                       and f["check_id"] not in UNSCORED)
@@ -56,5 +57,15 @@ def read_findings(warehouse: str | Path, run_id: str | None = None) -> list[dict
             return []
         run_id = max(summaries, key=lambda r: (r["audited_at"] is not None, r["audited_at"], r["run_id"]))["run_id"]
     table = DeltaTable(f"{root}/findings").to_pyarrow_table(
-        columns=["run_id", "check_id", "severity", "server", "source", "status"])
+        columns=["run_id", "check_id", "severity", "server", "source", "channel", "status", "gtid_set"])
+    return [r for r in table.to_pylist() if r["run_id"] == run_id]
+
+
+def read_readiness(warehouse: str | Path, run_id: str) -> list[dict[str, Any]]:
+    """The failover_readiness rows of ``run_id`` (source, candidate, channel, sibling, verdict),
+    read with delta-rs from the warehouse."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(f"{str(warehouse).rstrip('/')}/failover_readiness").to_pyarrow_table(
+        columns=["run_id", "source", "candidate", "channel", "sibling", "sibling_role", "verdict"])
     return [r for r in table.to_pylist() if r["run_id"] == run_id]
