@@ -64,10 +64,11 @@ class ReplicaGroup:
     which the group logs its own view changes.
 
     Before 8.3.0 every view in which a member joins is logged by each member as a transaction
-    (a View_change_log_event with a GTID the group's certifier generates,
-    ``Certifier::generate_view_change_group_gno`` in plugin/group_replication/src/certifier.cc,
-    named as recalled from an 8.0 tree: not re-read for this check):
-    of the group name, or from 8.0.26 of ``group_replication_view_change_uuid`` when it is not
+    (a View_change_log_event wrapped in GTID, BEGIN and COMMIT events by
+    ``Certification_handler::inject_transactional_events``, its GTID from
+    ``Certifier::generate_view_change_group_gno``: plugin/group_replication/src/handlers/
+    certification_handler.cc and certifier.cc of 8.0; committed locally by every member, with no
+    original commit timestamp): of the group name, or from 8.0.26 of ``group_replication_view_change_uuid`` when it is not
     AUTOMATIC. Those transactions hold no data and are the replica group's own, so its source
     never has them. The manual gives the variable exactly that purpose ("Using an alternative UUID
     makes it easier to distinguish view change events from transactions received by the group
