@@ -1,7 +1,7 @@
 """jobs.read_staging: what the read stage writes to the warehouse comes back unchanged, table by
 table, and the staging directory is named safely for every valid run id and removed on demand.
 (That the reads happen once, even when an executor is lost, is proved on a cluster:
-tests/cluster/test_lost_executor.py.)"""
+tests/cluster/test_submit_on_cluster.py.)"""
 from __future__ import annotations
 
 import datetime as dt
