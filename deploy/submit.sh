@@ -46,6 +46,12 @@ else
   delta=(--jars "$DELTA_JARS")
 fi
 
+# Task retries (spark.task.maxFailures=4, Spark's default): a read task that fails (its executor
+# lost, a crash in its Python worker) runs again and reads again only the servers of that task,
+# which had not completed; a read task that completed is never repeated, even when its executor
+# is lost later, because the task itself wrote what it read to the warehouse's staging table and
+# the snapshot tables are derived from there (docs/collection.md, "Write"). No speculation: a
+# read task must not run twice at once.
 exec "$SPARK_SUBMIT" \
   --master "$SPARK_MASTER" \
   --deploy-mode "$DEPLOY_MODE" \
@@ -55,7 +61,7 @@ exec "$SPARK_SUBMIT" \
   --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
   --conf spark.sql.execution.arrow.pyspark.enabled=true \
   --conf spark.sql.session.timeZone=UTC \
-  --conf spark.task.maxFailures=1 \
+  --conf spark.task.maxFailures=4 \
   --conf spark.speculation=false \
   --files "$config" \
   --py-files "$PYFILES_ZIP" \

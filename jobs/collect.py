@@ -7,9 +7,11 @@ do not cover -> :func:`plan_read_order` groups servers by replication component 
 group deepest replica first -> one Spark stage reads the groups (a task per bundle of groups, one
 flat pool of threads inside each task, each server under its own deadline, each channel's source
 resolved once, unchanged binary-log headers not read again) -> the components whose topology
-turned out different from the plan are read again, in the order tonight's reads give -> the rows
-stay on the executors, persisted once, and become one DataFrame per table -> one atomic Delta
-commit per table replaces the run's rows (``runs`` last, so a run listed there is complete).
+turned out different from the plan are read again, in the order tonight's reads give -> the
+tasks that read write what they read to a staging table in the warehouse (:mod:`jobs.read_staging`:
+a lost executor costs a re-read of files, never of servers) -> one DataFrame per table from it
+-> one atomic Delta commit per table replaces the run's rows (``runs`` last, so a run listed
+there is complete) -> the staging table is removed.
 
 The driver holds the inventory, the plan and per-run counters; the rows never reach it. Also
 ``gtid-audit config check FILE``: validate a configuration and print the resolved inventory
@@ -26,9 +28,9 @@ import secrets as _secrets
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
-from jobs import collector, previous_run, read_plan
+from jobs import collector, previous_run, read_plan, read_staging
 from jobs.collector import RunContext
 from jobs.config import ConfigError, GtidAuditConfig, exposed_secret_files, load_config
 from jobs.delta_io import WRITER, write_run_frame, write_run_rows
@@ -187,19 +189,6 @@ def _phase(name: str, servers: int, t0: float) -> None:
     log.info("collect phase=%s servers=%d seconds=%.1f", name, servers, time.monotonic() - t0)
 
 
-def _server_of(item: tuple[str, Any]) -> str:
-    """The server a pair of the read stage belongs to (tables' rows are schema tuples)."""
-    from schemas import get_table
-
-    table, row = item
-    if table == collector.REPLAN:
-        return row.name
-    if table == collector.PLAIN_TEXT:
-        return row
-    name = "binary_logs" if table == collector.REUSED_HEADER else table
-    return row[get_table(name).column_names.index("server")]
-
-
 @dataclass
 class _ReadStage:
     """The servers to read in one Spark stage, planned."""
@@ -209,20 +198,22 @@ class _ReadStage:
     servers: int
 
 
-def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadStage, summaries, broadcasts: list):
-    """Run the reads of ``stage`` as one Spark stage and return the pairs RDD, persisted and
-    materialised (every server read once, here); the broadcasts it made are added to
-    ``broadcasts`` (the RDD's later jobs still need them). ``summaries`` (a DataFrame from
-    :func:`jobs.previous_run.binlog_summaries`, or None) reaches each task with the previous
-    run's binary logs of its own servers, through a cogroup on the task's index."""
-    from pyspark import StorageLevel
-
+def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadStage, summaries, broadcasts: list,
+                uri: str):
+    """Run the reads of ``stage`` in one Spark job whose tasks write what they read to the staging
+    table ``uri`` (:mod:`jobs.read_staging`), and return that table as a DataFrame: every server
+    is read once, here, and what is derived from it later reads files. A task that fails is
+    retried and reads its own servers again; a task that completed is never run again, even when
+    its executor is lost. The broadcasts it made are added to ``broadcasts``. ``summaries`` (a
+    DataFrame from :func:`jobs.previous_run.binlog_summaries`, or None) reaches each task with the
+    previous run's binary logs of its own servers, through a cogroup on the task's index (the
+    shuffle comes before the reads: the reads and the staging write are one stage)."""
     sc = spark.sparkContext
     n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(stage.groups))
     bundles = _bundles(stage.groups, n)
     inventory = sc.broadcast(stage.inventory)
     broadcasts.append(inventory)
-    task = functools.partial(collector.read_partition, ctx=ctx, inventory=inventory)
+    task = functools.partial(read_staging.staged_partition, ctx=ctx, inventory=inventory)
     if summaries is None:
         items = sc.parallelize(bundles, n)
     else:
@@ -234,9 +225,7 @@ def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadSta
                         r["server"], r["server_uuid"], r["gtid_executed"], r["files"])))
                     .filter(lambda kv: kv[0] is not None))
         items = sc.parallelize(list(enumerate(bundles)), n).cogroup(previous, n)
-    rows = items.mapPartitions(task).persist(StorageLevel.MEMORY_AND_DISK)
-    rows.count()   # the reads run here, once
-    return rows
+    return read_staging.stage_reads(spark, items.mapPartitions(task), uri)
 
 
 def _groups(plan, by_name: dict[str, ServerSpec], planned: dict[str, Probe], only=None) -> list:
@@ -259,6 +248,8 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     the order tonight's reads give (:mod:`jobs.previous_run`). Each server's rows come from one
     read: a re-read replaces them.
     """
+    from pyspark.sql import functions as F
+
     from jobs.delta_io import run_date_of, validate_run_id
 
     started = started or dt.datetime.now(dt.timezone.utc)
@@ -266,6 +257,8 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     rerun = bool(run_id)
     run_id = validate_run_id(run_id) if run_id else new_run_id(started)
     warehouse = config.resolved_warehouse()
+    staging = read_staging.run_staging_uri(warehouse, run_id)
+    attempt = read_staging.new_attempt()
     # a rerun of a run id keeps the date ``runs`` recorded for it: its rows stay in their partition
     run_date = (run_date_of(spark, warehouse, run_id) if rerun else None) or started.date()
     ctx = RunContext(run_id=run_id, run_date=run_date, settings=config.collection.read_settings())
@@ -297,15 +290,15 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     t_phase = time.monotonic()
     plan = plan_read_order(specs, plan_input)
     broadcasts: list = []
-    rows = _read_stage(spark, config, ctx, _ReadStage(
-        _groups(plan, by_name, planned), read_plan.inventory_for_resolution(specs, plan_input), len(specs)),
-        summaries, broadcasts)
-    _phase("read", len(specs), t_phase)
-    stages = [rows]
+    read_staging.remove(spark, staging)   # what an interrupted attempt of this run id left
     try:
+        rows = _read_stage(spark, config, ctx, _ReadStage(
+            _groups(plan, by_name, planned), read_plan.inventory_for_resolution(specs, plan_input), len(specs)),
+            summaries, broadcasts, read_staging.stage_uri(staging, attempt, "read"))
+        _phase("read", len(specs), t_phase)
         # Servers whose read shows another topology than last night's: their components (as
         # tonight's reads draw them) are read again, in the order those reads give.
-        seen = rows.filter(lambda tr: tr[0] == collector.REPLAN).map(lambda tr: tr[1]).collect()
+        seen = read_staging.staged_probes(rows)
         if seen:
             t_phase = time.monotonic()
             fresh = {**plan_input, **{p.name: p for p in seen}}
@@ -320,18 +313,17 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                      _names(sorted(changed)), len(names))
             if again:
                 reread = _read_stage(spark, config, ctx, _ReadStage(
-                    again, read_plan.inventory_for_resolution(specs, fresh), len(names)), summaries, broadcasts)
-                stages.append(reread)
+                    again, read_plan.inventory_for_resolution(specs, fresh), len(names)), summaries, broadcasts,
+                    read_staging.stage_uri(staging, attempt, "reread"))
                 _phase("reread", len(names), t_phase)
-                drop = spark.sparkContext.broadcast(names)
-                broadcasts.append(drop)
-                rows = rows.filter(lambda tr: _server_of(tr) not in drop.value).union(reread)
+                # the re-read servers' rows replace their first read's rows
+                drop = spark.createDataFrame([(n,) for n in sorted(names)], "server STRING")
+                rows = rows.join(F.broadcast(drop), "server", "left_anti").unionByName(reread)
         summary = _write_tables(spark, rows, ctx, warehouse, prev)
     finally:
-        for stage in stages:
-            stage.unpersist()
         for b in broadcasts:
             b.destroy()
+        read_staging.remove(spark, staging)
     summary.rows["runs"] = write_run_rows(spark, RUNS, [{
         "run_id": run_id, "run_date": ctx.run_date, "started_at": started,
         "finished_at": dt.datetime.now(dt.timezone.utc), "config_file": config.source_path,
@@ -346,18 +338,18 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
 
 
 def _write_tables(spark, rows, ctx: RunContext, warehouse: str, prev) -> CollectSummary:
-    """One DataFrame per table from the read pairs, each written in one Delta commit; the
-    run's warnings (plain-text servers, the first collection errors) logged."""
+    """One DataFrame per table from the staged reads (``rows``, :mod:`jobs.read_staging`), each
+    written in one Delta commit; the run's warnings (plain-text servers, the first collection
+    errors) logged."""
+    from pyspark.sql import functions as F
+
     run_id = ctx.run_id
     summary = CollectSummary(run_id=run_id, run_date=ctx.run_date, warehouse=warehouse)
-    counts = dict(rows.map(lambda tr: tr[0]).countByValue())
-    frames = {t.name: spark.createDataFrame(rows.filter(lambda tr, name=t.name: tr[0] == name)
-                                            .map(lambda tr: tr[1]), schema=t.to_spark())
-              for t in READ_TABLES}
+    counts = {r["table"]: r["count"] for r in rows.groupBy("table").count().collect()}
+    frames = {t.name: read_staging.table_frame(rows, t.name) for t in READ_TABLES}
     reused = int(counts.get(collector.REUSED_HEADER, 0))
     if reused:
-        kept = spark.createDataFrame(rows.filter(lambda tr: tr[0] == collector.REUSED_HEADER)
-                                     .map(lambda tr: tr[1]), schema=BINARY_LOGS.to_spark())
+        kept = read_staging.table_frame(rows, collector.REUSED_HEADER)
         frames["binary_logs"] = frames["binary_logs"].unionByName(
             previous_run.restore_reused_headers(spark, warehouse, prev, kept))
     for t in READ_TABLES:
@@ -366,7 +358,8 @@ def _write_tables(spark, rows, ctx: RunContext, warehouse: str, prev) -> Collect
     summary.headers_reused = reused
     plain_count = int(counts.get(collector.PLAIN_TEXT, 0))
     if plain_count:
-        plain = rows.filter(lambda tr: tr[0] == collector.PLAIN_TEXT).map(lambda tr: tr[1]).takeOrdered(NAMED_SERVERS)
+        plain = [r["server"] for r in rows.where(F.col("table") == F.lit(collector.PLAIN_TEXT))
+                 .select("server").orderBy("server").limit(NAMED_SERVERS).collect()]
         log.warning("%s", plain_text_warning(plain, plain_count))
     by_status = {r["status"]: r["count"] for r in frames["servers"].groupBy("status").count().collect()}
     for err in (frames["collection_errors"].orderBy("server", "seq").limit(LOGGED_ERRORS)

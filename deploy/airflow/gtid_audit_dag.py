@@ -89,7 +89,8 @@ with DAG(
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             "spark.sql.session.timeZone": "UTC",
-            "spark.task.maxFailures": "1",
+            # retried tasks re-read only the servers of a task that did not complete (submit.sh)
+            "spark.task.maxFailures": "4",
             "spark.speculation": "false",
         },
         # the executors' Python (mysql-connector-python + the wheel's dependencies, see

@@ -22,6 +22,38 @@ SPARK_CLASS = Path(pyspark.__file__).resolve().parent / "bin" / "spark-class"
 LOOPBACK = "127.0.0.1"
 
 
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+
+
+def processes() -> dict[int, tuple[int, int, list[str]]]:
+    """pid -> (parent pid, start time in clock ticks since boot, argv) of the live processes,
+    from /proc (zombies left out)."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:   # gone meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()   # after "pid (comm) "
+        if fields[0] == "Z":
+            continue
+        table[int(entry.name)] = (int(fields[1]), int(fields[19]), argv)
+    return table
+
+
+def descendants(pid: int) -> set[int]:
+    """The live processes below ``pid``."""
+    table = processes()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, (ppid, _, _) in table.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
 class ClusterError(RuntimeError):
     """Raised when a daemon of the test cluster does not come up; the message carries its log."""
 
@@ -118,6 +150,18 @@ class StandaloneCluster:
 
     def work_dir(self, index: int) -> Path:
         return self.root / f"worker-{index}"
+
+    def executors(self, since: int | None = None) -> dict[int, str]:
+        """pid -> executor id of the executor JVMs this cluster's workers launched and that are
+        alive (``since``: only those started after process ``since``, e.g. one spark-submit)."""
+        table = processes()
+        workers = {w.process.pid for w in self.workers}
+        after = table[since][1] if since is not None and since in table else -1
+        found = {}
+        for pid, (ppid, started, argv) in table.items():
+            if ppid in workers and started >= after and EXECUTOR_CLASS in argv:
+                found[pid] = argv[argv.index("--executor-id") + 1]
+        return found
 
     def stop(self) -> None:
         """SIGTERM each daemon it started (workers first), SIGKILL after the bounded wait."""

@@ -1,20 +1,33 @@
 """What a user deploys, run on a real Spark standalone cluster: `make dist`, then
 `deploy/submit.sh` in client mode against a sandbox fleet with one injected fault, the config
 shipped with --files, Delta's jars with --jars, the event log on. Its findings equal a local
-run's on the same fleet state, and the work ran on both workers."""
+run's on the same fleet state, and the work ran on both workers. And when the executors are lost
+after the read, before the snapshot tables are written, no server is read a second time (issue
+#20, docs/collection.md "Write").
+
+The fleet, its local-mode night and the built artefacts are made once for the module; each test
+submits its own application to the module's cluster."""
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from jobs.config import load_config
 from jobs.pipeline import run_night
 from jobs.sandbox import scenarios
+from jobs.sandbox.accounts import AUDIT_USER
+from jobs.sandbox.fleet import Fleet, Topology
+from tests.cluster.standalone import descendants
 
 pytestmark = [pytest.mark.cluster, pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -26,6 +39,10 @@ TOPOLOGY = {"name": "cluster", "servers": [{"name": "src", "cluster": "c"}, {"na
             "channels": [{"replica": "r1", "source": "src"}, {"replica": "r2", "source": "src"}]}
 FINDING_COLUMNS = ("check_id", "server", "source", "channel", "severity", "gtid_set")
 RUN_TIMEOUT_S = 1200
+#: How long the master may take to give the application new executors after a loss.
+RELAUNCH_TIMEOUT_S = 180
+#: What the job logs as the read stage ends (jobs.collect._phase): the tables are written after it.
+READ_DONE = "collect phase=read "
 
 
 def _run(argv, *, cwd, env):
@@ -42,6 +59,29 @@ def _env(**extra) -> dict[str, str]:
                 "SPARK_LOCAL_IP": "127.0.0.1"})
     env.update(extra)
     return env
+
+
+def _config(fleet, directory: Path, warehouse: Path) -> Path:
+    """The auditor's configuration of ``fleet`` into ``warehouse``, one connection attempt per
+    server (a retried connect would be a second connection in the counts below)."""
+    path = fleet.write_audit_config(directory / "audit.yaml", warehouse=str(warehouse))
+    data = yaml.safe_load(path.read_text())
+    data["collection"] = {"retries": {"attempts": 1}}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _audit_connections(fleet) -> dict[str, int]:
+    """Per server, the connections the ``audit`` account has made to it since it started
+    (performance_schema.accounts, summed over the client hosts; read as root, and nothing else
+    logs in as ``audit``), as tests/collect/test_topology_nights.py counts them."""
+    return {name: int(server.query_value(
+        "SELECT COALESCE(SUM(TOTAL_CONNECTIONS), 0) FROM performance_schema.accounts WHERE USER = %s",
+        (AUDIT_USER,))) for name, server in fleet.servers.items()}
+
+
+def _since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {name: after[name] - before[name] for name in before}
 
 
 def _findings(spark, warehouse: Path) -> list[tuple]:
@@ -83,37 +123,56 @@ def _events(event_dir: Path) -> list[dict]:
     return [json.loads(line) for line in logs[0].read_text().splitlines() if line.strip()]
 
 
-def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, fleet_factory, spark, tmp_path):
+@pytest.fixture(scope="module")
+def night(mysql_dist, spark, tmp_path_factory):
+    """The fleet with its fault, its night in local mode (exit code, warehouse, the audit
+    account's connections to each server during it) and the artefacts a user deploys."""
+    tmp = tmp_path_factory.mktemp("cluster-night")
+    fleet = Fleet.up(Topology.load(TOPOLOGY), tmp_path_factory.mktemp("cluster-fleet"), dist=mysql_dist)
+    try:
+        errant = scenarios.errant_transaction(fleet, "r1")
+
+        # 1. the local-mode run: the night `gtid-audit run` runs, in the test session's local
+        #    Spark (Delta's cached jars; a JVM of its own would add half a minute and prove
+        #    nothing more)
+        local_wh = tmp / "warehouse-local"
+        before = _audit_connections(fleet)
+        local_rc = run_night(load_config(_config(fleet, tmp / "local", local_wh)), spark=spark).exit_code
+        connections = _since(before, _audit_connections(fleet))
+
+        # 2. the artefacts a user deploys
+        dist = tmp / "dist"
+        rc, out = _run(["make", "-o", ".venv/.installed", "dist", f"DIST={dist}", f"PY={sys.executable}"],
+                       cwd=REPO, env=_env())
+        assert rc == 0, out[-4000:]
+        assert list(dist.glob("gtid_audit-*-py3-none-any.whl")), sorted(p.name for p in dist.iterdir())
+        zip_path = dist / "gtid_audit-pyfiles.zip"
+        assert zip_path.is_file()
+        yield {"fleet": fleet, "errant": errant, "local_rc": local_rc, "local_wh": local_wh,
+               "local_connections": connections, "zip": zip_path}
+    finally:
+        fleet.down()
+
+
+def _submit_env(cluster, night, tmp_path: Path, event_dir: Path) -> dict[str, str]:
+    return _env(SPARK_MASTER=cluster.master_url, DEPLOY_MODE="client",
+                SPARK_SUBMIT=str(VENV_BIN / "spark-submit"), PYTHON=sys.executable, PYFILES_ZIP=str(night["zip"]),
+                SPARK_CONF_DIR=str(_spark_defaults(tmp_path / "spark-conf", event_dir)))
+
+
+def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, spark, tmp_path):
     """submit.sh on a 2-worker cluster writes the same open findings as a local-mode run, with tasks on both workers."""
-    fleet = fleet_factory(TOPOLOGY, name="cluster-fleet")
-    errant = scenarios.errant_transaction(fleet, "r1")
-
-    # 1. the local-mode run: the night `gtid-audit run` runs, in the test session's local Spark
-    #    (Delta's cached jars; a JVM of its own would add half a minute and prove nothing more)
-    local_wh = tmp_path / "warehouse-local"
-    local_config = fleet.write_audit_config(tmp_path / "local" / "audit.yaml", warehouse=str(local_wh))
-    local_rc = run_night(load_config(local_config), spark=spark).exit_code
+    fleet, errant, local_rc, local_wh = night["fleet"], night["errant"], night["local_rc"], night["local_wh"]
     assert local_rc == 2  # 2: open critical findings (the errant transaction)
-
-    # 2. the artefacts a user deploys
-    dist = tmp_path / "dist"
-    rc, out = _run(["make", "-o", ".venv/.installed", "dist", f"DIST={dist}", f"PY={sys.executable}"],
-                   cwd=REPO, env=_env())
-    assert rc == 0, out[-4000:]
-    assert list(dist.glob("gtid_audit-*-py3-none-any.whl")), sorted(p.name for p in dist.iterdir())
-    zip_path = dist / "gtid_audit-pyfiles.zip"
-    assert zip_path.is_file()
 
     # 3. deploy/submit.sh in client mode against the cluster; the config only reaches the driver
     #    through --files (the submit directory has no audit.yaml)
     cluster_wh = tmp_path / "warehouse-cluster"
-    shipped = fleet.write_audit_config(tmp_path / "ship" / "audit.yaml", warehouse=str(cluster_wh))
+    shipped = _config(fleet, tmp_path / "ship", cluster_wh)
     event_dir = tmp_path / "events"
     submit_cwd = tmp_path / "submit"
     submit_cwd.mkdir()
-    env = _env(SPARK_MASTER=spark_cluster.master_url, DEPLOY_MODE="client",
-               SPARK_SUBMIT=str(VENV_BIN / "spark-submit"), PYTHON=sys.executable, PYFILES_ZIP=str(zip_path),
-               SPARK_CONF_DIR=str(_spark_defaults(tmp_path / "spark-conf", event_dir)))
+    env = _submit_env(spark_cluster, night, tmp_path, event_dir)
     cluster_rc, cluster_out = _run([REPO / "deploy" / "submit.sh", shipped], cwd=submit_cwd, env=env)
     assert cluster_rc == local_rc, cluster_out[-6000:]
     assert "gtid_audit_main: --config audit.yaml from --files: " in cluster_out
@@ -140,3 +199,102 @@ def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, fleet_fac
     for executor, info in added.items():  # the executor's log pages are served by its worker
         assert f":{spark_cluster.workers[worker_of[executor]].web_port}/" in info["Log Urls"]["stdout"]
     assert {worker_of[e] for e in ran} == {0, 1}
+
+
+def _driver_pid(submit_pid: int) -> int:
+    """The job's Python driver: the process spark-submit started for gtid_audit_main.py."""
+    from tests.cluster.standalone import processes
+
+    table = processes()
+    (pid,) = [p for p in descendants(submit_pid) if p in table and any(
+        a.endswith("gtid_audit_main.py") for a in table[p][2])]
+    return pid
+
+
+def _lose_executors(cluster, submit_pid: int) -> dict[int, str]:
+    """SIGKILL every executor JVM of the application ``submit_pid`` runs and wait until the master
+    has launched a replacement (it tells the driver of the loss first); returns pid -> executor id
+    of the killed ones."""
+    killed = cluster.executors(since=submit_pid)
+    assert killed, "no executor of the application to kill"
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + RELAUNCH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        alive = cluster.executors(since=submit_pid)
+        if not set(alive) & set(killed) and alive:
+            return killed
+        time.sleep(0.5)
+    raise AssertionError(f"no new executor within {RELAUNCH_TIMEOUT_S}s (killed {killed})")
+
+
+def test_executors_lost_after_the_read_cost_no_second_read(spark_cluster, night, spark, tmp_path):
+    """Every executor killed between the read and the table writes: each server is read once
+    (counted on the servers), has one servers row, and the findings equal the local night's.
+
+    The read runs in one task (one replication group), so one executor holds what it read; both
+    are killed so that the one holding it is lost whichever it is. Deterministic, not a race: as
+    soon as the job logs the end of its read phase, its Python driver is stopped (SIGSTOP), the
+    executor JVMs are killed, and the driver resumes (SIGCONT) once the master has launched a
+    replacement, so the loss lands after the read and before the first table is written. With
+    the read's rows kept only in the executors' block managers, Spark recomputed them, i.e. read
+    every server again: 3 connections per server instead of 2 (first night: a probe, then the
+    read, as in the local night). The event log shows the executors removed and the job's later
+    tasks run on their replacements."""
+    fleet = night["fleet"]
+    cluster_wh = tmp_path / "warehouse-cluster"
+    shipped = _config(fleet, tmp_path / "ship", cluster_wh)
+    event_dir = tmp_path / "events"
+    submit_cwd = tmp_path / "submit"
+    submit_cwd.mkdir()
+    env = _submit_env(spark_cluster, night, tmp_path, event_dir)
+    before = _audit_connections(fleet)
+    lines: list[str] = []
+    read_done = threading.Event()
+    process = subprocess.Popen([str(REPO / "deploy" / "submit.sh"), str(shipped)], cwd=submit_cwd, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def pump() -> None:
+        for line in process.stdout:
+            lines.append(line)
+            if READ_DONE in line:
+                read_done.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        assert read_done.wait(RUN_TIMEOUT_S), "".join(lines)[-6000:]
+        driver = _driver_pid(process.pid)
+        os.kill(driver, signal.SIGSTOP)
+        try:
+            killed = _lose_executors(spark_cluster, process.pid)
+            lost_at = time.time()
+        finally:
+            os.kill(driver, signal.SIGCONT)
+        rc = process.wait(timeout=RUN_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+        reader.join(timeout=60)
+    out = "".join(lines)
+    connections = _since(before, _audit_connections(fleet))
+
+    # (a) each server read once: the undisturbed local night's connections, a probe and a read
+    assert connections == night["local_connections"] == {name: 2 for name in fleet.servers}, out[-6000:]
+    assert rc == night["local_rc"], out[-6000:]
+    # (b) one servers row per server
+    rows = spark.read.format("delta").load(str(cluster_wh / "servers")).select("server").collect()
+    assert Counter(r["server"] for r in rows) == {name: 1 for name in fleet.servers}
+    # (c) the local night's findings
+    assert _findings(spark, cluster_wh) == _findings(spark, night["local_wh"])
+    # (d) the loss was real and mid-run: the driver removed the killed executors, and tasks of the
+    #     job succeeded after that on executors started since
+    events = _events(event_dir)
+    removed = {e["Executor ID"]: e["Timestamp"] for e in events if e["Event"] == "SparkListenerExecutorRemoved"}
+    assert set(killed.values()) <= set(removed), (killed, removed)
+    later = {e["Task Info"]["Executor ID"] for e in events if e["Event"] == "SparkListenerTaskEnd"
+             and e["Task End Reason"]["Reason"] == "Success" and e["Task Info"]["Finish Time"] / 1000 > lost_at}
+    assert later and not later & set(killed.values()), (later, killed)
+    # (e) the staged reads are gone
+    assert list((cluster_wh / "_staging" / "collect").iterdir()) == []

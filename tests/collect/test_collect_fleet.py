@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from gtid_core import GtidSet
+from jobs import read_staging
 from jobs.cli import main as collect_main
 from jobs.collect import run_collect
 from jobs.config import load_config
@@ -230,12 +231,19 @@ def test_replicas_are_read_before_their_sources(collected):
 
 
 def test_rerun_of_the_same_run_id_keeps_the_row_counts(collected, spark):
-    """Collecting again under the same run_id replaces the run's rows: every count stays the same."""
+    """Collecting again under the same run_id replaces the run's rows: every count stays the same;
+    the staged reads are gone afterwards, an interrupted attempt's leftovers with them."""
     before = {name: len(rows) for name, rows in collected["tables"].items()}
+    staging = Path(read_staging.run_staging_uri(collected["warehouse"], RUN_ID))
+    assert staging.parent.is_dir() and not staging.exists()   # the first collection staged, then removed
+    left = staging / "attempt-interrupted" / "read"
+    left.mkdir(parents=True)
+    (left / "part-0.parquet").write_bytes(b"left by a driver that died")
     run_collect(spark, collected["config"], run_id=RUN_ID)
     after = {name: read_arrow(collected["warehouse"], name, RUN_ID).num_rows for name in before}
     assert after == before
     assert before["runs"] == 1
+    assert list(staging.parent.iterdir()) == []
 
 
 def test_tables_read_back_in_spark_sql(collected, spark):

@@ -10,7 +10,7 @@ import textwrap
 
 from pyspark import cloudpickle
 
-from jobs import audit_tasks, collector, read_plan
+from jobs import audit_tasks, collector, read_plan, read_staging
 from jobs.config import parse_config
 
 DRIVER_ONLY = ("pydantic", "yaml", "tenacity", "rich", "deltalake")
@@ -29,7 +29,7 @@ _CHILD = textwrap.dedent("""
     from pyspark import cloudpickle
     task, arg = cloudpickle.loads(sys.stdin.buffer.read())
     out = list(task(arg))
-    print(len(out), sorted({{t for t, _ in out}}) if out and isinstance(out[0], tuple) else "")
+    print(len(out), sorted({{o[0] for o in out}}) if out and isinstance(out[0], tuple) else "")
     print(sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED))
 """)
 
@@ -43,8 +43,9 @@ def _run_in_executor_like_python(task, arg) -> str:
 
 
 def test_the_read_task_runs_without_driver_libraries(monkeypatch):
-    """The collection task (as jobs.collect ships it) reads a server that refuses the connection
-    and yields its rows, importing none of the driver-only libraries."""
+    """The collection task (as jobs.collect ships it: the read, its rows as staging rows) reads a
+    server that refuses the connection and yields its rows, importing none of the driver-only
+    libraries."""
     import socket
 
     with socket.socket() as s:
@@ -56,7 +57,7 @@ def test_the_read_task_runs_without_driver_libraries(monkeypatch):
     (spec,) = config.inventory()
     monkeypatch.setenv("GTA_NOPE", "x")
     ctx = collector.RunContext(run_id="r", run_date=dt.date(2026, 1, 1), settings=config.collection.read_settings())
-    task = functools.partial(collector.read_partition, ctx=ctx,
+    task = functools.partial(read_staging.staged_partition, ctx=ctx,
                              inventory=read_plan.inventory_for_resolution([spec], {}))
     before = collector.PreviousBinlogs("gone", "3e11fa47-71ca-11e1-9e33-c80aa9429562", "", "binlog.000001:120")
     # the shape a later night's cogroup hands the task: (task index, (bundles, previous binlogs))

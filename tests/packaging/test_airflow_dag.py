@@ -86,7 +86,7 @@ def assert_nightly_task(task: dict, home: str, config: str) -> None:
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
-        "spark.task.maxFailures": "1",
+        "spark.task.maxFailures": "4",
         "spark.speculation": "false",
     }
     assert (fields["retries"], fields["retry_delay"], fields["execution_timeout"]) == (1, 600.0, 7200.0)
