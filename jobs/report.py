@@ -354,12 +354,9 @@ _HORIZON_ORDER = (("_streams", "ascending"), ("_margin", "ascending"), ("_lackin
 def _finding_keys(table):
     """Sort columns of findings rows: open first, then by severity, cluster, check, server, channel
     (the table's order)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    ranks = pa.array([_SEV_RANK.get(v, 9) if v is not None else 9 for v in table["severity"].to_pylist()], pa.int32())
-    table = table.append_column("_closed", pc.not_equal(table["status"], "open"))
-    table = table.append_column("_rank", ranks)
+    table = _finding_rank_keys(table.append_column("_closed", pc.not_equal(table["status"], "open")))
     for column in ("cluster", "channel"):
         table = table.append_column(f"_{column}", pc.fill_null(table[column], ""))
     return table
