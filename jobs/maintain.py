@@ -15,6 +15,10 @@ For every table of the warehouse, in one Spark session:
    reruns, retention, compaction and the nightly whole-table replacement of ``uuid_registry``
    are deleted once older than that.
 
+Then, when every table is maintained (no ``--table``), the read stage's **staging** directories
+that a killed collection left (``<warehouse>/_staging/collect/<run>``, :mod:`jobs.read_staging`)
+are deleted once nothing in them changed for ``staging_max_age_hours``.
+
 Exit codes of the command: 0 done; 1 a table could not be maintained (the others still were).
 """
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Sequence
 
 from jobs.config import ConfigError, GtidAuditConfig, MaintenanceSettings, load_config
 
-__all__ = ["MaintenanceError", "TableMaintenance", "maintain_tables", "register"]
+__all__ = ["MaintenanceError", "TableMaintenance", "StagingCleanup", "maintain_tables", "register"]
 
 log = logging.getLogger("gtid_audit.maintain")
 
@@ -61,6 +65,22 @@ class TableMaintenance:
         kept = f"deleted {self.rows_deleted} rows before {self.deleted_before}" if self.deleted_before else "kept"
         return (f"{self.table}: {kept}, compacted {self.files_compacted} files, "
                 f"vacuumed {self.files_vacuumed} files ({self.seconds:.1f}s)")
+
+
+@dataclass
+class StagingCleanup:
+    """What maintenance removed of the staging left by collections that did not end (read like a
+    :class:`TableMaintenance`: ``line``, ``exists``, ``error``)."""
+
+    table: str = "_staging/collect"
+    exists: bool = True
+    removed: list[str] = field(default_factory=list)   # run directories deleted
+    error: str | None = None
+
+    def line(self) -> str:
+        if self.error:
+            return f"{self.table}: FAILED {self.error}"
+        return f"{self.table}: removed {len(self.removed)} stale run directories"
 
 
 def check_settings(settings: MaintenanceSettings) -> None:
@@ -187,11 +207,25 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
     return out
 
 
+def clean_staging(spark, warehouse: str, settings: MaintenanceSettings) -> StagingCleanup:
+    """Remove the staging of collections that did not end (module docstring)."""
+    from jobs.read_staging import remove_stale
+
+    out = StagingCleanup()
+    try:
+        out.removed = remove_stale(spark, warehouse, older_than_hours=settings.staging_max_age_hours,
+                                   now_ms=int(time.time() * 1000))
+    except Exception as exc:  # noqa: BLE001 - Py4J/file-system errors of any kind: reported, not fatal
+        log.error("removing stale staging failed: %s", exc)
+        out.error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    return out
+
+
 def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None,
-                    tables: Sequence[str] | None = None) -> list[TableMaintenance]:
+                    tables: Sequence[str] | None = None) -> list[TableMaintenance | StagingCleanup]:
     """Maintain every registered table (or ``tables``) of the configured warehouse, as of
-    ``on`` (default: today, UTC). A table that fails is reported in its result, never stops
-    the others."""
+    ``on`` (default: today, UTC), then, without ``tables``, remove stale staging (the last
+    result). A table that fails is reported in its result, never stops the others."""
     from schemas import all_tables
 
     settings = config.maintenance
@@ -212,6 +246,9 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
         if result.exists:
             log.info("%s", result.line())
         results.append(result)
+    if not tables:
+        results.append(clean_staging(spark, warehouse, settings))
+        log.info("%s", results[-1].line())
     return results
 
 

@@ -44,7 +44,8 @@ from jobs.read_plan import Probe
 from schemas import get_table
 
 __all__ = ["STAGED_TABLES", "staging_schema", "staged_row", "staged_partition", "run_staging_uri",
-           "stage_uri", "stage_reads", "read_stage", "table_frame", "staged_probes", "remove"]
+           "stage_uri", "stage_reads", "read_stage", "table_frame", "staged_probes", "remove",
+           "remove_stale"]
 
 #: The snapshot tables whose rows the read stage yields, in the staging table's column order.
 STAGED_TABLES = ("servers", "channels", "binary_logs", "relay_log_tail", "group_replication",
@@ -104,9 +105,14 @@ def _run_directory(run_id: str) -> str:
     return f"{_UNSAFE.sub('_', run_id)}-{hashlib.sha256(run_id.encode()).hexdigest()[:12]}"
 
 
+def staging_root(warehouse: str) -> str:
+    """The directory holding every run's staging directory."""
+    return f"{warehouse.rstrip('/')}/_staging/collect"
+
+
 def run_staging_uri(warehouse: str, run_id: str) -> str:
     """Where every attempt of run ``run_id`` stages its reads."""
-    return f"{warehouse.rstrip('/')}/_staging/collect/{_run_directory(run_id)}"
+    return f"{staging_root(warehouse)}/{_run_directory(run_id)}"
 
 
 def stage_uri(run_uri: str, attempt: str, stage: str) -> str:
@@ -155,11 +161,46 @@ def staged_probes(staged) -> list[Probe]:
             for p in (r["probe"] for r in staged.where(F.col("table") == F.lit(REPLAN)).select("probe").collect())]
 
 
+def _file_system(spark, uri: str):
+    """Hadoop's file system of ``uri`` (a local path or an object store, with the session's
+    credentials) and the URI as a Hadoop ``Path``."""
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
 def remove(spark, uri: str) -> None:
-    """Delete the directory ``uri`` and everything under it, if it exists (Hadoop's file system of
-    the URI: a local path or an object store, with the session's credentials)."""
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    """Delete the directory ``uri`` and everything under it, if it exists."""
+    fs, path = _file_system(spark, uri)
     if fs.exists(path):
         fs.delete(path, True)
+
+
+def _newest_change_ms(fs, status) -> int:
+    """The newest modification time (epoch ms) of ``status`` and of everything under it."""
+    newest = status.getModificationTime()
+    if status.isDirectory():
+        for child in fs.listStatus(status.getPath()):
+            newest = max(newest, _newest_change_ms(fs, child))
+    return newest
+
+
+def remove_stale(spark, warehouse: str, *, older_than_hours: int, now_ms: int) -> list[str]:
+    """Delete the staging directories of runs whose collection ended without removing them (a
+    driver killed mid-collection, a lost node: the collection removes its own in every other
+    case) and in which nothing changed for ``older_than_hours``; return their names.
+
+    The age is that of the newest file or directory under a run's directory, so a collection in
+    progress, which writes its attempt's files as its read tasks end, is never removed as long as
+    ``older_than_hours`` is longer than one read stage. A rerun of that run id would remove the
+    directory too (:func:`jobs.collect.run_collect` clears it before reading); this is for the run
+    ids never rerun."""
+    fs, root = _file_system(spark, staging_root(warehouse))
+    if not fs.exists(root):
+        return []
+    cutoff = now_ms - older_than_hours * 3_600_000
+    removed = []
+    for run_dir in fs.listStatus(root):
+        if run_dir.isDirectory() and _newest_change_ms(fs, run_dir) < cutoff:
+            fs.delete(run_dir.getPath(), True)
+            removed.append(run_dir.getPath().getName())
+    return sorted(removed)

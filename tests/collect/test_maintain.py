@@ -192,3 +192,43 @@ def test_run_maintains_the_tables_only_when_configured(monkeypatch, tmp_path, af
     assert (night.maintained, len(calls)) == ((["done"], 1) if after_run else (None, 0))
     run_night(config(tmp_path, after_run=after_run), collect=False, spark=object())  # `audit` alone: never
     assert len(calls) == (1 if after_run else 0)
+
+
+def test_maintain_removes_the_staging_a_killed_collection_left_and_only_that(spark, tmp_path):
+    """A run directory under _staging/collect where nothing changed for staging_max_age_hours goes;
+    a fresh one (a collection in progress), and an old one with a file just written in it, stay.
+    `--table` (one table) never touches the staging."""
+    from jobs.maintain import StagingCleanup
+    from jobs.read_staging import run_staging_uri
+
+    old = time.time() - 49 * 3600
+
+    def run_dir(run_id: str, *, age: float | None, fresh_file: bool = False):
+        root = run_staging_uri(str(tmp_path), run_id)
+        table = os.path.join(root, "attempt-1", "read")
+        os.makedirs(os.path.join(table, "_delta_log"))
+        for path in (os.path.join(table, "part-0.parquet"), os.path.join(table, "_delta_log", "0.json")):
+            with open(path, "w") as f:
+                f.write("x")
+        if age is not None:
+            for d, dirs, files in os.walk(root, topdown=False):
+                for name in files + dirs:
+                    os.utime(os.path.join(d, name), (age, age))
+            os.utime(root, (age, age))
+        if fresh_file:
+            with open(os.path.join(table, "part-1.parquet"), "w") as f:
+                f.write("x")
+        return root
+
+    killed = run_dir("night-killed", age=old)
+    running = run_dir("night-running", age=None)
+    still_writing = run_dir("night-slow", age=old, fresh_file=True)
+    cfg = config(tmp_path, optimize=False, vacuum=False)
+
+    assert not any(isinstance(r, StagingCleanup) for r in maintain_tables(spark, cfg, on=ON, tables=["runs"]))
+    assert os.path.isdir(killed)
+    cleanup = maintain_tables(spark, cfg, on=ON)[-1]
+    assert isinstance(cleanup, StagingCleanup) and cleanup.error is None
+    assert cleanup.removed == [os.path.basename(killed)]
+    assert cleanup.line() == "_staging/collect: removed 1 stale run directories"
+    assert not os.path.exists(killed) and os.path.isdir(running) and os.path.isdir(still_writing)
