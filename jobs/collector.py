@@ -517,13 +517,16 @@ def _buffered_broker_class():
                     raise InterfaceError(errno=2055, values=(
                         address, "bytes received in plain text before the switch to TLS"))
                 self._received, self._used, self._sock = bytearray(), 0, sock
+            received, at = self._received, self._used
             try:
-                self._have(sock, 4)
-                received, at = self._received, self._used
+                if len(received) - at < 4:
+                    self._have(sock, 4)
+                    at = self._used    # ``_have`` moves the unused bytes to the front
                 size = 4 + (received[at] | received[at + 1] << 8 | received[at + 2] << 16)
                 self._pktnr = received[at + 3]
-                self._have(sock, size)
-                at = self._used    # ``_have`` may have moved the unused bytes to the front
+                if len(received) - at < size:
+                    self._have(sock, size)
+                    at = self._used
                 self._used = at + size
                 return received[at:at + size]
             except (socket.timeout, TimeoutError) as err:
