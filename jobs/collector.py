@@ -468,6 +468,110 @@ def _tls_file_key(path: str | None) -> tuple | None:
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+#: How much one receive asks the socket for (:func:`_buffered_broker_class`).
+RECEIVE_BUFFER_BYTES = 64 * 1024
+
+
+@functools.lru_cache(maxsize=1)
+def _buffered_broker_class():
+    """mysql-connector's plain packet broker, receiving up to :data:`RECEIVE_BUFFER_BYTES` per
+    socket call and cutting packets from what it holds (issue #21, stop 29).
+
+    The connector's own ``recv`` makes one ``recv_into`` system call for each packet's 4-byte
+    header and one for its payload: a read of ~180 packets (a column definition is a packet, a
+    row is a packet) made ~350 calls and as many Python frames around them, ~20 % of its client
+    CPU. ``recv`` here returns the same packet and raises the same errors (a timeout is
+    ``ReadTimeoutError``, a broken socket ``OperationalError`` 2055, a closed one
+    ``InterfaceError`` 2013); the socket timeout is still set by the connector before each
+    packet, so every wait is bounded by the statement's ``read_timeout``. Packets of 16 MiB
+    and more (split by the protocol) are not expected here and come back split, as they do
+    from the connector's own broker. A connection that switches to TLS changes
+    ``sock``; bytes received in plain text and not yet used at that moment would be served as
+    if they came over TLS, so they fail the read instead (a server sends nothing between its
+    greeting and the client's TLS request; a man in the middle could)."""
+    from mysql.connector.errors import InterfaceError, OperationalError, ReadTimeoutError
+    from mysql.connector.network import NetworkBrokerPlain, _strioerror
+
+    class BufferedBroker(NetworkBrokerPlain):
+        def __init__(self) -> None:
+            super().__init__()
+            self._received = bytearray()
+            self._used = 0          # bytes of ``_received`` already returned as packets
+            self._sock = None       # the socket ``_received`` came from
+
+        def _have(self, sock, size: int) -> None:
+            """At least ``size`` unused bytes in ``_received``."""
+            received = self._received
+            while len(received) - self._used < size:
+                data = sock.recv(max(RECEIVE_BUFFER_BYTES, size - (len(received) - self._used)))
+                if not data:
+                    raise InterfaceError(errno=2013)
+                del received[:self._used]
+                self._used = 0
+                received += data
+
+        def recv(self, sock, address: str) -> bytearray:
+            """One packet, header included (what the connector's ``recv`` returns)."""
+            if sock is not self._sock:
+                if self._used < len(self._received):
+                    raise InterfaceError(errno=2055, values=(
+                        address, "bytes received in plain text before the switch to TLS"))
+                self._received, self._used, self._sock = bytearray(), 0, sock
+            received, at = self._received, self._used
+            try:
+                if len(received) - at < 4:
+                    self._have(sock, 4)
+                    at = self._used    # ``_have`` moves the unused bytes to the front
+                size = 4 + (received[at] | received[at + 1] << 8 | received[at + 2] << 16)
+                self._pktnr = received[at + 3]
+                if len(received) - at < size:
+                    self._have(sock, size)
+                    at = self._used
+                self._used = at + size
+                return received[at:at + size]
+            except (socket.timeout, TimeoutError) as err:
+                raise ReadTimeoutError(errno=3024, msg=err.strerror) from err
+            except IOError as err:
+                raise OperationalError(errno=2055, values=(address, _strioerror(err))) from err
+
+    return BufferedBroker
+
+
+#: Column definitions kept by :func:`_column_cache_protocol_class` (per process, all servers).
+COLUMN_CACHE_MAX = 4096
+
+
+@functools.lru_cache(maxsize=1)
+def _column_cache_protocol_class():
+    """mysql-connector's protocol parser, keeping the description it parsed from each distinct
+    column definition packet (issue #21, stop 29).
+
+    Every result set starts with one definition packet per column, and the connector parses each
+    one in Python (six length-coded strings, a struct): ~125 per read, ``SHOW REPLICA STATUS``
+    alone is ~55, ~15 % of a read's client CPU. The packets of a statement are the same bytes on
+    every read of every server of the same version, so the description (a tuple, never changed
+    by the connector) is looked up by the packet's payload and the character set it is decoded
+    with, and parsed by the connector's own ``parse_column`` when it is new. At most
+    :data:`COLUMN_CACHE_MAX` are kept; past that the cache starts again empty."""
+    from mysql.connector.protocol import MySQLProtocol
+
+    cache: dict[tuple[bytes, str], Any] = {}
+
+    class ColumnCacheProtocol(MySQLProtocol):
+        @staticmethod
+        def parse_column(packet: bytes, encoding: str = "utf-8"):
+            key = (bytes(packet[4:]), encoding)
+            description = cache.get(key)
+            if description is None:
+                description = MySQLProtocol.parse_column(packet, encoding)
+                if len(cache) >= COLUMN_CACHE_MAX:
+                    cache.clear()
+                cache[key] = description
+            return description
+
+    return ColumnCacheProtocol
+
+
 @functools.lru_cache(maxsize=1)
 def _shared_tls_context_socket_class():
     """mysql-connector's TCP socket, building one ``ssl.SSLContext`` per process per distinct TLS
@@ -486,6 +590,10 @@ def _shared_tls_context_socket_class():
     from mysql.connector.network import MySQLTCPSocket
 
     class SharedTlsContextTCPSocket(MySQLTCPSocket):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._netbroker = _buffered_broker_class()()
+
         def build_ssl_context(self, ssl_ca=None, ssl_cert=None, ssl_key=None, ssl_verify_cert=False,
                               ssl_verify_identity=False, tls_versions=None, tls_cipher_suites=None):
             if not self.sock:
@@ -530,6 +638,8 @@ def _shared_tls_context_connection_class():
                 super()._post_connection()
 
         def _get_connection(self):
+            # called by ``_open_connection`` right after it makes the connection's protocol parser
+            self._protocol = _column_cache_protocol_class()()
             sock = super()._get_connection()
             if type(sock) is not MySQLTCPSocket:
                 return sock
@@ -663,6 +773,24 @@ def _scrub(message: str, password: Secret | None) -> str:
     return message
 
 
+#: A string the connector would send as it is between quotes, whatever the SQL mode: no quote,
+#: backslash or control character to escape, ASCII (the same bytes in every character set).
+_PLAIN_LITERAL = re.compile(r"[A-Za-z0-9_.\-]*")
+
+
+def _inline_literals(sql: str, params: Sequence[Any]) -> str | None:
+    """``sql`` with each ``%s`` replaced by its parameter quoted, the very text mysql-connector
+    sends for it (``'binlog.000002'``), or None when a parameter is not a plain string
+    (:data:`_PLAIN_LITERAL`) and the connector must escape it. Sending the text as it is spares
+    what the connector does before escaping any parameter: it asks the server for the session's
+    sql_mode (NO_BACKSLASH_ESCAPES), one statement and one COM_PING per connection."""
+    parts = sql.split("%s")
+    if len(parts) != len(params) + 1 or not all(isinstance(p, str) and _PLAIN_LITERAL.fullmatch(p)
+                                                 for p in params):
+        return None
+    return parts[0] + "".join(f"'{p}'{part}" for p, part in zip(params, parts[1:]))
+
+
 def _close_quietly(resource: Any) -> None:
     """Close a cursor or connection that may be None or already broken; never raises."""
     if resource is not None:
@@ -732,7 +860,11 @@ class ServerReader:
             self.cnx.read_timeout = _seconds(min(self.spec.read_timeout_s, self.deadline - time.monotonic()))
             if self.cur is None:
                 self.cur = _dict_cursor(self.cnx)
-            self.cur.execute(sql, tuple(params) if params else None)
+            inline = _inline_literals(sql, params) if params else sql
+            if inline is not None:
+                self.cur.execute(inline)
+            else:
+                self.cur.execute(sql, tuple(params))
             rows = self.cur.fetchall() if self.cur.with_rows else []
             return rows, _now()
         except Exception as exc:  # the driver raises many types; all become data
