@@ -178,12 +178,17 @@ class RunTables:
 
 #: The columns the report reads, per table; None: all.
 _COLUMNS: dict[str, tuple[str, ...] | None] = {
+    # what the page shows of every finding it lists (the table, the counts, the graphs' marks)
     "findings": ("run_id", "finding_key", "check_id", "severity", "cluster", "server", "source", "channel", "title",
-                 "detail", "gtid_set", "gtid_count", "first_seen", "status", "silenced", "remediation", "evidence"),
+                 "gtid_count", "first_seen", "status", "silenced"),
     "failover_readiness": ("run_id", "cluster", "source", "candidate", "sibling", "sibling_role", "candidate_rank",
                            "verdict", "verdict_reasons", "sibling_result", "refusal", "lost_count", "errant_count",
                            "catch_up_count", "in_flight_count"),
 }
+#: What the page shows only of the open findings of its drawn pairs (their boxes): most of the
+#: table's bytes (remediation alone is two thirds at 100,000 servers), so they are read for those
+#: findings alone, by key, after the listed findings are chosen.
+_FINDING_DETAIL_COLUMNS = ("finding_key", "detail", "gtid_set", "remediation", "evidence")
 _HORIZON_COLUMNS = ("replica", "channel", "source", "lacking_count", "purge_margin", "binary_logs", "start_file",
                     "reconnect")
 #: Healthy clusters named in the folded group (the others are counted).
@@ -407,6 +412,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     are known) is the number of reads still to come. Raises ReportError when no run was audited,
     ``run_id`` was not audited, or the run has no report tables (audited by an older version).
     """
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
@@ -429,7 +435,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     history = summaries[max(0, position + 1 - trend_runs):position + 1]
     previous_run_id = summaries[position - 1]["run_id"] if position > 0 else None
 
-    step("report_clusters", remaining=8 + len(history) - 1 + (2 if previous_run_id else 0))
+    step("report_clusters", remaining=9 + len(history) - 1 + (2 if previous_run_id else 0))
     clusters = _scan(warehouse, "report_clusters", run_id, storage_options)
     if clusters is None:
         raise ReportError(f"run {run_id!r} has no report tables (report_clusters is missing): audit it again "
@@ -491,6 +497,16 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     findings = [{k: v for k, v in r.items() if not k.startswith("_")} for r in table]
     listed = {f["finding_key"] for f in findings}
     findings.extend(f for f in drawn_findings if f["finding_key"] not in listed)
+    # the boxes of the drawn pairs: their open findings' detail columns, read by key
+    step("details of the drawn findings")
+    drawn_clusters, drawn_servers = set(drawn), {s["server"] for s in servers}
+    boxed = {f["finding_key"]: f for f in findings if f["status"] == "open"
+             and (f.get("cluster") in drawn_clusters or f["server"] in drawn_servers)}
+    for batch in _scan(warehouse, "findings", run_id, storage_options, columns=_FINDING_DETAIL_COLUMNS,
+                       where=pads.field("finding_key").isin(pa.array(sorted(boxed), pa.string()))) or ():
+        for row in batch.to_pylist():
+            boxed[row["finding_key"]].update(row)
+    _release_freed_memory()   # what the findings' scans decoded: the largest reads come next
     step("failover_readiness")
     failover = _failover_rows(warehouse, run_id, storage_options)
 
@@ -1285,8 +1301,9 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
     started = time.monotonic()
     if progress is None:
         progress = sys.stderr.isatty()
-    with _progress(progress, total=8 + trend_runs + _AFTER_READING) as step:
+    with _progress(progress, total=9 + trend_runs + _AFTER_READING) as step:
         data = load_run(warehouse, run_id, storage_options=storage_options, trend_runs=trend_runs, step=step)
+        _release_freed_memory()
         step("model")
         model = build_model(data)
         drawn = model.clusters[:MAX_GRAPHS]
@@ -1294,6 +1311,7 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
         graphs = draw_graphs(drawn, model)
         step("charts")
         charts = trend_charts(data)
+        _release_freed_memory()
         step("page")
         page = render_html(model, graphs, charts, failover=data.failover,
                            horizon=_horizon_section(data.horizon, data.horizon_total, data.previous_horizon,
@@ -1303,6 +1321,26 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
     log.info("report of run %s written to %s (%d bytes, %.1f s)", model.run_id, where, len(page.encode()),
              time.monotonic() - started)
     return where
+
+
+def _release_freed_memory() -> None:
+    """Give the memory the steps before freed back to the system, so that the next steps grow
+    from what is still in use rather than from the reads' peak: the page's peak RSS is then the
+    largest step's, not their sum (at 100,000 generated servers 617 -> 491 MB, docs/benchmarks.md).
+    Freed memory otherwise stays with the process: Arrow's allocator keeps its pages for reuse,
+    and so does glibc's malloc for the Python objects of the rows read (``malloc_trim``, glibc
+    only; elsewhere that part is skipped)."""
+    import ctypes
+    import gc
+
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):   # not glibc (musl, macOS): nothing to trim this way
+        pass
 
 
 def _write(target: str, page: str) -> Path | str:
