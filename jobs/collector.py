@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import logging
 import math
 import os
 import re
@@ -55,6 +56,8 @@ from gtid_core.versions import MySQLVersion
 from jobs.pairs import InventoryServer, SourceResolver
 from jobs.read_plan import Probe
 from jobs.server_spec import ReadSettings, Secret, SecretError, ServerSpec, resolve_password
+
+log = logging.getLogger("gtid_audit.collector")
 
 __all__ = [
     "TlsUnavailableError",
@@ -468,6 +471,15 @@ def _tls_file_key(path: str | None) -> tuple | None:
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _connector_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("mysql-connector-python")
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"
+
+
 #: How much one receive asks the socket for (:func:`_buffered_broker_class`).
 RECEIVE_BUFFER_BYTES = 64 * 1024
 
@@ -488,9 +500,17 @@ def _buffered_broker_class():
     from the connector's own broker. A connection that switches to TLS changes
     ``sock``; bytes received in plain text and not yet used at that moment would be served as
     if they came over TLS, so they fail the read instead (a server sends nothing between its
-    greeting and the client's TLS request; a man in the middle could)."""
+    greeting and the client's TLS request; a man in the middle could).
+
+    None when this connector has not the internals it extends (another major version): the
+    connections then keep the connector's own broker, which costs CPU and changes nothing else."""
     from mysql.connector.errors import InterfaceError, OperationalError, ReadTimeoutError
-    from mysql.connector.network import NetworkBrokerPlain, _strioerror
+    try:
+        from mysql.connector.network import NetworkBrokerPlain, _strioerror
+    except ImportError:
+        log.warning("mysql-connector %s has no NetworkBrokerPlain/_strioerror: its own packet broker is used",
+                    _connector_version())
+        return None
 
     class BufferedBroker(NetworkBrokerPlain):
         def __init__(self) -> None:
@@ -552,8 +572,14 @@ def _column_cache_protocol_class():
     every read of every server of the same version, so the description (a tuple, never changed
     by the connector) is looked up by the packet's payload and the character set it is decoded
     with, and parsed by the connector's own ``parse_column`` when it is new. At most
-    :data:`COLUMN_CACHE_MAX` are kept; past that the cache starts again empty."""
+    :data:`COLUMN_CACHE_MAX` are kept; past that the cache starts again empty. None when this
+    connector's parser has no ``parse_column`` to extend (the connector's own is then used)."""
     from mysql.connector.protocol import MySQLProtocol
+
+    if not callable(getattr(MySQLProtocol, "parse_column", None)):
+        log.warning("mysql-connector %s has no MySQLProtocol.parse_column: column definitions are not cached",
+                    _connector_version())
+        return None
 
     cache: dict[tuple[bytes, str], Any] = {}
 
@@ -592,7 +618,9 @@ def _shared_tls_context_socket_class():
     class SharedTlsContextTCPSocket(MySQLTCPSocket):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._netbroker = _buffered_broker_class()()
+            broker = _buffered_broker_class()
+            if broker is not None and hasattr(self, "_netbroker"):
+                self._netbroker = broker()
 
         def build_ssl_context(self, ssl_ca=None, ssl_cert=None, ssl_key=None, ssl_verify_cert=False,
                               ssl_verify_identity=False, tls_versions=None, tls_cipher_suites=None):
@@ -639,7 +667,9 @@ def _shared_tls_context_connection_class():
 
         def _get_connection(self):
             # called by ``_open_connection`` right after it makes the connection's protocol parser
-            self._protocol = _column_cache_protocol_class()()
+            protocol = _column_cache_protocol_class()
+            if protocol is not None:
+                self._protocol = protocol()
             sock = super()._get_connection()
             if type(sock) is not MySQLTCPSocket:
                 return sock

@@ -116,3 +116,14 @@ def test_column_cache_gives_the_connectors_description():
 def test_inlined_literals_are_the_connectors_text_or_left_to_it(sql, params, expected):
     """A plain name is inlined as the connector would quote it; anything it must escape is left to it."""
     assert _inline_literals(sql, params) == expected
+
+
+def test_without_the_connector_internals_the_connectors_own_classes_are_kept(monkeypatch):
+    """Another connector version without the internals these classes extend: they are not used
+    (None), and a connection keeps the connector's own broker and parser instead of failing."""
+    import mysql.connector.network as network
+
+    monkeypatch.delattr(network, "_strioerror")
+    monkeypatch.delattr(MySQLProtocol, "parse_column")
+    assert _buffered_broker_class.__wrapped__() is None
+    assert _column_cache_protocol_class.__wrapped__() is None
