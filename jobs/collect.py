@@ -195,7 +195,6 @@ class _ReadStage:
 
     groups: list            # jobs.collector.Group values
     inventory: list         # jobs.pairs.InventoryServer values for the resolver
-    servers: int
 
 
 def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadStage, summaries, broadcasts: list,
@@ -293,7 +292,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     read_staging.remove(spark, staging)   # what an interrupted attempt of this run id left
     try:
         rows = _read_stage(spark, config, ctx, _ReadStage(
-            _groups(plan, by_name, planned), read_plan.inventory_for_resolution(specs, plan_input), len(specs)),
+            _groups(plan, by_name, planned), read_plan.inventory_for_resolution(specs, plan_input)),
             summaries, broadcasts, read_staging.stage_uri(staging, attempt, "read"))
         _phase("read", len(specs), t_phase)
         # Servers whose read shows another topology than last night's: their components (as
@@ -313,7 +312,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                      _names(sorted(changed)), len(names))
             if again:
                 reread = _read_stage(spark, config, ctx, _ReadStage(
-                    again, read_plan.inventory_for_resolution(specs, fresh), len(names)), summaries, broadcasts,
+                    again, read_plan.inventory_for_resolution(specs, fresh)), summaries, broadcasts,
                     read_staging.stage_uri(staging, attempt, "reread"))
                 _phase("reread", len(names), t_phase)
                 # the re-read servers' rows replace their first read's rows

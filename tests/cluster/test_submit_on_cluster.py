@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,29 @@ def night(mysql_dist, spark, tmp_path_factory):
         fleet.down()
 
 
+@dataclass
+class _Submit:
+    """What one deploy/submit.sh run against the cluster needs: the config it ships, the warehouse
+    that config names, the event log directory, the working directory and the environment."""
+
+    shipped: Path
+    warehouse: Path
+    event_dir: Path
+    cwd: Path
+    env: dict[str, str]
+
+
+def _submit_setup(cluster, night, tmp_path: Path) -> _Submit:
+    """A submit.sh run's setup: the config written apart (it reaches the driver only through
+    --files: the working directory has no audit.yaml) naming its own warehouse, the event log on."""
+    warehouse = tmp_path / "warehouse-cluster"
+    shipped = _config(night["fleet"], tmp_path / "ship", warehouse)
+    event_dir = tmp_path / "events"
+    cwd = tmp_path / "submit"
+    cwd.mkdir()
+    return _Submit(shipped, warehouse, event_dir, cwd, _submit_env(cluster, night, tmp_path, event_dir))
+
+
 def _submit_env(cluster, night, tmp_path: Path, event_dir: Path) -> dict[str, str]:
     return _env(SPARK_MASTER=cluster.master_url, DEPLOY_MODE="client",
                 SPARK_SUBMIT=str(VENV_BIN / "spark-submit"), PYTHON=sys.executable, PYFILES_ZIP=str(night["zip"]),
@@ -162,17 +186,13 @@ def _submit_env(cluster, night, tmp_path: Path, event_dir: Path) -> dict[str, st
 
 def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, spark, tmp_path):
     """submit.sh on a 2-worker cluster writes the same open findings as a local-mode run, with tasks on both workers."""
-    fleet, errant, local_rc, local_wh = night["fleet"], night["errant"], night["local_rc"], night["local_wh"]
+    errant, local_rc, local_wh = night["errant"], night["local_rc"], night["local_wh"]
     assert local_rc == 2  # 2: open critical findings (the errant transaction)
 
     # 3. deploy/submit.sh in client mode against the cluster; the config only reaches the driver
     #    through --files (the submit directory has no audit.yaml)
-    cluster_wh = tmp_path / "warehouse-cluster"
-    shipped = _config(fleet, tmp_path / "ship", cluster_wh)
-    event_dir = tmp_path / "events"
-    submit_cwd = tmp_path / "submit"
-    submit_cwd.mkdir()
-    env = _submit_env(spark_cluster, night, tmp_path, event_dir)
+    run = _submit_setup(spark_cluster, night, tmp_path)
+    shipped, cluster_wh, event_dir, submit_cwd, env = run.shipped, run.warehouse, run.event_dir, run.cwd, run.env
     cluster_rc, cluster_out = _run([REPO / "deploy" / "submit.sh", shipped], cwd=submit_cwd, env=env)
     assert cluster_rc == local_rc, cluster_out[-6000:]
     assert "gtid_audit_main: --config audit.yaml from --files: " in cluster_out
@@ -242,12 +262,8 @@ def test_executors_lost_after_the_read_cost_no_second_read(spark_cluster, night,
     read, as in the local night). The event log shows the executors removed and the job's later
     tasks run on their replacements."""
     fleet = night["fleet"]
-    cluster_wh = tmp_path / "warehouse-cluster"
-    shipped = _config(fleet, tmp_path / "ship", cluster_wh)
-    event_dir = tmp_path / "events"
-    submit_cwd = tmp_path / "submit"
-    submit_cwd.mkdir()
-    env = _submit_env(spark_cluster, night, tmp_path, event_dir)
+    run = _submit_setup(spark_cluster, night, tmp_path)
+    shipped, cluster_wh, event_dir, submit_cwd, env = run.shipped, run.warehouse, run.event_dir, run.cwd, run.env
     before = _audit_connections(fleet)
     lines: list[str] = []
     read_done = threading.Event()
