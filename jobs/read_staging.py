@@ -175,13 +175,14 @@ def remove(spark, uri: str) -> None:
         fs.delete(path, True)
 
 
-def _newest_change_ms(fs, status) -> int:
-    """The newest modification time (epoch ms) of ``status`` and of everything under it."""
-    newest = status.getModificationTime()
-    if status.isDirectory():
-        for child in fs.listStatus(status.getPath()):
-            newest = max(newest, _newest_change_ms(fs, child))
-    return newest
+def _changed_since(fs, status, cutoff_ms: int) -> bool:
+    """Whether ``status`` or anything under it was modified at or after ``cutoff_ms`` (epoch ms);
+    the walk stops at the first such file or directory (each listing is a request on an object
+    store)."""
+    if status.getModificationTime() >= cutoff_ms:
+        return True
+    return status.isDirectory() and any(_changed_since(fs, child, cutoff_ms)
+                                        for child in fs.listStatus(status.getPath()))
 
 
 def remove_stale(spark, warehouse: str, *, older_than_hours: int, now_ms: int) -> list[str]:
@@ -200,7 +201,7 @@ def remove_stale(spark, warehouse: str, *, older_than_hours: int, now_ms: int) -
     cutoff = now_ms - older_than_hours * 3_600_000
     removed = []
     for run_dir in fs.listStatus(root):
-        if run_dir.isDirectory() and _newest_change_ms(fs, run_dir) < cutoff:
+        if run_dir.isDirectory() and not _changed_since(fs, run_dir, cutoff):
             fs.delete(run_dir.getPath(), True)
             removed.append(run_dir.getPath().getName())
     return sorted(removed)

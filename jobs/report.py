@@ -1326,7 +1326,7 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
 def _release_freed_memory() -> None:
     """Give the memory the steps before freed back to the system, so that the next steps grow
     from what is still in use rather than from the reads' peak: the page's peak RSS is then the
-    largest step's, not their sum (at 100,000 generated servers 617 -> 491 MB, docs/benchmarks.md).
+    largest step's, not their sum (docs/benchmarks.md, "Stop 29").
     Freed memory otherwise stays with the process: Arrow's allocator keeps its pages for reuse,
     and so does glibc's malloc for the Python objects of the rows read (``malloc_trim``, glibc
     only; elsewhere that part is skipped)."""
