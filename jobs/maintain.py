@@ -275,7 +275,9 @@ def register(subparsers) -> None:
         "maintain", help="table lifecycle: retention, OPTIMIZE/Z-order, VACUUM, table properties",
         description="Apply the `maintenance` settings to every table: delete partitions past their "
                     "retention, compact the recent partitions (Z-ordered by the columns the "
-                    "dashboards filter on), VACUUM files past delta.deletedFileRetentionDuration. "
+                    "dashboards filter on), VACUUM files past delta.deletedFileRetentionDuration; "
+                    "without --table, also delete the read staging a killed collection left "
+                    "(nothing changed in it for maintenance.staging_max_age_hours). "
                     "`run` does the same as its last step when maintenance.after_run is true. "
                     "Exit 1 when a table could not be maintained.")
     p.add_argument("--config", required=True, metavar="FILE", help="configuration file (YAML)")
