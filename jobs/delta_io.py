@@ -389,7 +389,8 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
         expr = by_run if expr is None else by_run & expr
     if columns is not None:
         columns = [c for c in columns if c in dataset.schema.names]
-    return dataset.to_batches(columns=columns, filter=expr, use_threads=False)
+    return dataset.scanner(columns=columns, filter=expr, use_threads=False,
+                           batch_readahead=0, fragment_readahead=1).to_batches()
 
 
 def read_arrow(warehouse: str, name: str, run_id: str | None = None,

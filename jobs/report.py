@@ -48,6 +48,7 @@ __all__ = [
     "load_run",
     "register",
     "render_html",
+    "render_parts",
     "report_location",
     "write_report",
 ]
@@ -60,7 +61,9 @@ REPORTS_DIR = "_reports"
 DEFAULT_TREND_RUNS = 10
 #: Clusters drawn as graphs at most; the others (least risky first) are listed without a graph.
 MAX_GRAPHS = 100
-#: Longest text kept for one evidence value in the page (GTID sets of big fleets can be long).
+#: Longest text kept in the page for one evidence value, GTID set, detail or remediation of a
+#: finding (GTID sets of big fleets are long, and the remediation of a source with 200 replicas
+#: lists them all: 86 KB at 100,000 simulated servers); the findings table keeps them whole.
 MAX_EVIDENCE_CHARS = 4000
 #: Clusters drawn open (the others are drawn folded: one click opens them).
 OPEN_GRAPHS = 10
@@ -505,7 +508,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     for batch in _scan(warehouse, "findings", run_id, storage_options, columns=_FINDING_DETAIL_COLUMNS,
                        where=pads.field("finding_key").isin(pa.array(sorted(boxed), pa.string()))) or ():
         for row in batch.to_pylist():
-            boxed[row["finding_key"]].update(row)
+            boxed[row["finding_key"]].update({k: v if k == "evidence" else _clip(v) for k, v in row.items()})
     _release_freed_memory()   # what the findings' scans decoded: the largest reads come next
     step("failover_readiness")
     failover = _failover_rows(warehouse, run_id, storage_options)
@@ -609,7 +612,8 @@ def _state(findings: Sequence[Mapping[str, Any]], known: bool) -> str:
 
 def _clip(value: Any) -> Any:
     if isinstance(value, str) and len(value) > MAX_EVIDENCE_CHARS:
-        return value[:MAX_EVIDENCE_CHARS] + f"... ({len(value) - MAX_EVIDENCE_CHARS} more characters)"
+        return (value[:MAX_EVIDENCE_CHARS] + f"... ({len(value) - MAX_EVIDENCE_CHARS:,} more characters: "
+                "gtid-audit findings --format json shows it whole)")
     return value
 
 
@@ -1138,9 +1142,9 @@ def _partly_drawn(c: Cluster) -> str:
 
 
 def _finding_json(f: Mapping[str, Any], evidence: bool) -> dict[str, Any]:
-    out = {"check_id": f["check_id"], "severity": f["severity"], "title": f["title"], "detail": f["detail"],
+    out = {"check_id": f["check_id"], "severity": f["severity"], "title": f["title"], "detail": _clip(f["detail"]),
            "gtid_set": _clip(f.get("gtid_set")), "gtid_count": f.get("gtid_count"),
-           "remediation": f.get("remediation"), "silenced": bool(f.get("silenced")),
+           "remediation": _clip(f.get("remediation")), "silenced": bool(f.get("silenced")),
            "first_seen": str(f.get("first_seen"))}
     if evidence:
         out["evidence"] = _evidence(f.get("evidence"))
@@ -1155,6 +1159,14 @@ TABLE_COLUMNS = ("severity", "check_id", "cluster", "server", "source", "channel
 def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, str], *,
                 failover: Sequence[Mapping[str, Any]] | None, horizon: str) -> str:
     """The whole page as one string: markup, inline SVG, inline CSS and JavaScript, data as JSON."""
+    return "".join(render_parts(model, graphs, charts, failover=failover, horizon=horizon))
+
+
+def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, str], *,
+                 failover: Sequence[Mapping[str, Any]] | None, horizon: str) -> Iterator[str]:
+    """The page of :func:`render_html` in pieces, in order, so that it is written without ever
+    being whole in memory (8 MB of text at 100,000 servers, held as four bytes a character once
+    one of them is not Latin-1, as the page's "∪" is)."""
     drawn = [c for c in model.clusters if c.name in graphs]
     pairs_json = {p.element_id: {"replica": p.replica, "source": p.source, "channel": p.channel, "state": p.state,
                                  "note": p.note, "findings": [_finding_json(f, True) for f in p.findings]}
@@ -1229,8 +1241,7 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
     def options(values: Iterable[str]) -> str:
         return "".join(f'<option value="{_esc(v)}">{_esc(v)}</option>' for v in values)
 
-    page = Template(_asset("report.html"))
-    return page.substitute(
+    values = dict(
         title=_esc(f"gtid-audit report {model.run_id}"),
         css=_asset("report.css"),
         js=_asset("report.js"),
@@ -1244,7 +1255,7 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
         tiles=tiles_html,
         ranking=ranking,
         legend=legend,
-        clusters="\n".join(sections) + healthy_html,
+        clusters=_joined(sections, "\n", healthy_html),
         failover=_failover_section(failover, model.findings),
         trends=trend_html,
         horizon=horizon,
@@ -1256,6 +1267,35 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
                        f"the first {len(model.findings):,} of {model.findings_total:,}, open and most severe first; "
                        "gtid-audit findings lists them all"),
     )
+    yield from _substituted(Template(_asset("report.html")), values)
+
+
+def _joined(pieces: Sequence[str], separator: str, tail: str) -> Iterator[str]:
+    """``separator.join(pieces) + tail``, piece by piece."""
+    for n, piece in enumerate(pieces):
+        yield separator + piece if n else piece
+    yield tail
+
+
+def _substituted(template: Template, values: Mapping[str, str | Iterable[str]]) -> Iterator[str]:
+    """``template.substitute(values)`` piece by piece: the template's text between its
+    placeholders, and each value (a string, or pieces of one) in place of its placeholder."""
+    text, done = template.template, 0
+    for match in template.pattern.finditer(text):
+        yield text[done:match.start()]
+        done = match.end()
+        if match.group("escaped") is not None:
+            yield template.delimiter
+            continue
+        name = match.group("named") or match.group("braced")
+        if name is None:
+            raise ValueError(f"invalid placeholder in the report template at offset {match.start()}")
+        value = values[name]
+        if isinstance(value, str):
+            yield value
+        else:
+            yield from value
+    yield text[done:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1301,7 +1341,7 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
     started = time.monotonic()
     if progress is None:
         progress = sys.stderr.isatty()
-    with _progress(progress, total=9 + trend_runs + _AFTER_READING) as step:
+    with _system_memory_pool(), _progress(progress, total=9 + trend_runs + _AFTER_READING) as step:
         data = load_run(warehouse, run_id, storage_options=storage_options, trend_runs=trend_runs, step=step)
         _release_freed_memory()
         step("model")
@@ -1309,18 +1349,34 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
         drawn = model.clusters[:MAX_GRAPHS]
         step(f"graphs of {len(drawn)} clusters")
         graphs = draw_graphs(drawn, model)
+        _release_freed_memory()   # the charts' renderer takes about 100 MB of its own
         step("charts")
         charts = trend_charts(data)
         _release_freed_memory()
         step("page")
-        page = render_html(model, graphs, charts, failover=data.failover,
-                           horizon=_horizon_section(data.horizon, data.horizon_total, data.previous_horizon,
-                                                    data.previous_run_id is not None))
+        parts = render_parts(model, graphs, charts, failover=data.failover,
+                             horizon=_horizon_section(data.horizon, data.horizon_total, data.previous_horizon,
+                                                      data.previous_run_id is not None))
         target = str(out) if out is not None else report_location(warehouse, model.run_date, model.run_id)
-        where = _write(target, page)
-    log.info("report of run %s written to %s (%d bytes, %.1f s)", model.run_id, where, len(page.encode()),
+        where, size = _write(target, parts)
+    log.info("report of run %s written to %s (%d bytes, %.1f s)", model.run_id, where, size,
              time.monotonic() - started)
     return where
+
+
+@contextmanager
+def _system_memory_pool() -> Iterator[None]:
+    """Arrow allocates from the C library's malloc while the report is made, not from its default
+    mimalloc pool, which keeps the pages a scan freed for the next one: with it, the report's
+    peak at 100,000 simulated servers was about 60 MB higher (docs/benchmarks.md, "Stop 30")."""
+    import pyarrow as pa
+
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
 
 
 def _release_freed_memory() -> None:
@@ -1343,23 +1399,28 @@ def _release_freed_memory() -> None:
         pass
 
 
-def _write(target: str, page: str) -> Path | str:
-    body = page.encode("utf-8")
+def _write(target: str, parts: Iterable[str]) -> tuple[Path | str, int]:
+    """Write the page's ``parts`` to ``target`` (a local path or an object-store URI) as UTF-8,
+    one part at a time; return where it was written and its size in bytes."""
+    size = 0
     if "://" in target:
         from pyarrow import fs as pafs
 
         filesystem, path = pafs.FileSystem.from_uri(target)
         filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
         with filesystem.open_output_stream(path) as stream:
-            stream.write(body)
-        return target
+            for part in parts:
+                size += stream.write(part.encode("utf-8"))
+        return target, size
     path = Path(target)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
+        with path.open("wb") as stream:
+            for part in parts:
+                size += stream.write(part.encode("utf-8"))
     except OSError as exc:
         raise ReportError(f"cannot write the report to {target!r}: {exc}") from None
-    return path
+    return path, size
 
 
 # ---------------------------------------------------------------------------------------------

@@ -357,3 +357,31 @@ def test_smallest_keeps_n_distinct_names():
     from jobs.report import _smallest
 
     assert _smallest(([f"s{i:03d}", None, "s001"] for i in range(500, 0, -1)), 3) == ["s001", "s002", "s003"]
+
+
+def test_long_finding_texts_are_clipped_in_the_page_and_the_page_is_written_in_pieces(tmp_path):
+    """A remediation that lists 200 replicas (86 KB at 100,000 servers) is clipped in the page,
+    saying how much is left out and where it is whole; the page written piece by piece is the
+    page rendered as one string, and the template's pieces are what ``Template.substitute`` gives."""
+    from string import Template
+
+    import jobs.report as report
+
+    servers = [_server("s"), _server("r")]
+    finding = _finding("errant_transactions", "critical", "r", "s", "")
+    finding.update(remediation="SET GTID_NEXT='x'; BEGIN; COMMIT;\n" * 3000, detail="d" * 10,
+                   gtid_set=f"{U1}:1-3", gtid_count=3, evidence='{"replica_gtid_executed": "' + "y" * 9000 + '"}')
+    model = build_model(_tables(servers, [_pair("r", "s", servers=servers)], [finding]))
+    args = dict(failover=None, horizon="")
+    page = report.render_html(model, {"c": "<svg></svg>"}, {}, **args)
+    cut = len(finding["remediation"]) - report.MAX_EVIDENCE_CHARS
+    assert f"... ({cut:,} more characters: gtid-audit findings --format json shows it whole)" in page
+    assert finding["remediation"] not in page and "y" * 9000 not in page and "y" * 4000 in page
+
+    where, size = report._write(str(tmp_path / "p.html"),
+                                report.render_parts(model, {"c": "<svg></svg>"}, {}, **args))
+    assert Path(where).read_bytes() == page.encode("utf-8") and size == len(page.encode("utf-8"))
+
+    template = Template("a $x b ${y} $$ c $z")
+    values = {"x": "1", "y": iter(["2", "3"]), "z": ""}
+    assert "".join(report._substituted(template, values)) == template.substitute(x="1", y="23", z="")
