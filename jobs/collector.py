@@ -80,6 +80,7 @@ __all__ = [
     "normalise_replica_status",
     "classify_error",
     "protocol_implementation",
+    "member_roles_before_802",
 ]
 
 
@@ -288,6 +289,33 @@ GROUP_VARIABLES: dict[str, tuple[str, str]] = {
     "group_replication_consistency": ("consistency", "text"),
 }
 GROUP_CHANNELS = ("group_replication_applier", "group_replication_recovery")
+
+
+def member_roles_before_802(members: Sequence[Mapping[str, Any]], single_primary_mode: bool | None,
+                            primary_member: str | None) -> dict[str, str]:
+    """MEMBER_ROLE by lower-case member id, as 8.0.2+ reports it, for members whose
+    replication_group_members has no such column (5.7.17+, 8.0.0 and 8.0.1; WL#10958 added it),
+    from the status variable group_replication_primary_member (``primary_member``), the way
+    MySQL Router and MySQL Shell found the primary then. The 5.7 plugin (``show_primary_member``
+    in ``rapid/plugin/group_replication/src/plugin.cc``) gives the primary's server_uuid only in
+    single-primary mode with Group Replication running ("UNDEFINED" while no primary is known),
+    NULL (shown empty) otherwise.
+
+    Members ONLINE or RECOVERING get a role: in single-primary mode PRIMARY for the member the
+    variable names and SECONDARY for the others; in multi-primary mode PRIMARY for all, as 8.0.2+
+    reports it. None get one when single_primary_mode was not read, or in single-primary mode
+    when the variable names no such member or was not read (its error is recorded): the group's
+    readiness is then not modelled, rather than modelled around a guessed primary."""
+    if single_primary_mode is None:
+        return {}
+    live = [(_text(m.get("MEMBER_ID")) or "").lower() for m in members
+            if _text(m.get("MEMBER_STATE")) in ("ONLINE", "RECOVERING")]
+    if not single_primary_mode:
+        return {member: "PRIMARY" for member in live}
+    primary = (primary_member or "").lower()
+    if primary not in live:
+        return {}
+    return {member: "PRIMARY" if member == primary else "SECONDARY" for member in live}
 
 
 # --- value conversion (raw server values; NULL stays NULL) ---------------------------------------
@@ -1163,6 +1191,8 @@ class ServerReader:
             col, kind = GROUP_VARIABLES.get((_text(r.get("VARIABLE_NAME")) or "").lower(), (None, None))
             if col:
                 row[col] = self.convert(r.get("VARIABLE_VALUE"), kind, f"@@GLOBAL.{r['VARIABLE_NAME']}", vars_sql)
+        roles = (self._roles_before_802(members, row.get("single_primary_mode"))
+                 if members and "MEMBER_ROLE" not in members[0] else {})
         for m in members or []:
             member_id = _text(m.get("MEMBER_ID")) or ""
             c = lambda col, kind="text": self.convert(m.get(col), kind, col, members_sql)  # noqa: E731
@@ -1171,7 +1201,8 @@ class ServerReader:
             member = {
                 **self.base, "read_at": members_at, "group_name": group_name, "member_id": member_id,
                 "member_host": c("MEMBER_HOST"), "member_port": c("MEMBER_PORT", "int"),
-                "member_state": c("MEMBER_STATE"), "member_role": c("MEMBER_ROLE") or None,
+                "member_state": c("MEMBER_STATE"),
+                "member_role": c("MEMBER_ROLE") or roles.get(member_id.lower()) or None,
                 "member_version": c("MEMBER_VERSION") or None,
                 "member_communication_stack": c("MEMBER_COMMUNICATION_STACK") or None,
                 "view_id": _text(st.get("VIEW_ID")) or None,
@@ -1203,6 +1234,18 @@ class ServerReader:
                 row["applier_received_transaction_set"] = g("RECEIVED_TRANSACTION_SET")
                 self.check_gtid_text(row["applier_received_transaction_set"], "RECEIVED_TRANSACTION_SET", ps, channel)
         self.result.group_replication.append(row)
+
+    def _roles_before_802(self, members: Sequence[Mapping[str, Any]],
+                          single_primary_mode: bool | None) -> dict[str, str]:
+        """:func:`member_roles_before_802` of a member whose replication_group_members has no
+        MEMBER_ROLE; the status variable is read only in single-primary mode and when the view
+        has a live member (a stopped member lists only itself, OFFLINE)."""
+        primary = None
+        if single_primary_mode and any(_text(m.get("MEMBER_STATE")) in ("ONLINE", "RECOVERING") for m in members):
+            status, _ = self.query("SHOW GLOBAL STATUS LIKE 'group_replication_primary_member'")
+            primary = next((_text(r.get("Value")) for r in status or []
+                            if _text(r.get("Variable_name")) == "group_replication_primary_member"), None)
+        return member_roles_before_802(members, single_primary_mode, primary)
 
     def _read_binary_logs(self, dialect: Dialect) -> None:
         server = self.result.server

@@ -257,7 +257,9 @@ GROUP_REPLICATION = register(TableSchema(
         C("member_state", L.STRING, True,
           "MEMBER_STATE of this server in its own replication_group_members (ONLINE, RECOVERING, "
           "OFFLINE, ERROR, UNREACHABLE); NULL when the table does not list it"),
-        C("member_role", L.STRING, True, "MEMBER_ROLE of this server (8.0.2+): PRIMARY or SECONDARY"),
+        C("member_role", L.STRING, True,
+          "MEMBER_ROLE of this server: PRIMARY or SECONDARY (8.0.2+; before, from the status variable "
+          "group_replication_primary_member)"),
         C("member_version", L.STRING, True, "MEMBER_VERSION of this server (8.0.2+)"),
         C("members_in_view", L.INT32, True, "rows of this server's replication_group_members"),
         C("applier_service_state", L.STRING, True,
@@ -288,7 +290,8 @@ GROUP_MEMBERS = register(TableSchema(
         C("member_host", L.STRING, True, "MEMBER_HOST"),
         C("member_port", L.INT32, True, "MEMBER_PORT"),
         C("member_state", L.STRING, True, "MEMBER_STATE as this server sees it"),
-        C("member_role", L.STRING, True, "MEMBER_ROLE (8.0.2+)"),
+        C("member_role", L.STRING, True,
+          "MEMBER_ROLE (8.0.2+; before, from the status variable group_replication_primary_member)"),
         C("member_version", L.STRING, True, "MEMBER_VERSION (8.0.2+)"),
         C("member_communication_stack", L.STRING, True, "MEMBER_COMMUNICATION_STACK (8.0.27+)"),
         C("view_id", L.STRING, True, "VIEW_ID of the stats row"),

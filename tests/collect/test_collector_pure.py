@@ -7,7 +7,8 @@ import mysql.connector.errors as myerr
 import pytest
 
 from gtid_core.versions import MySQLVersion
-from jobs.collector import PreviousBinlogs, classify_error, dialect_for, normalise_replica_status
+from jobs.collector import (PreviousBinlogs, classify_error, dialect_for, member_roles_before_802,
+                            normalise_replica_status)
 from jobs.read_plan import Probe, plan_read_order
 from jobs.config import ServerSpec
 
@@ -128,3 +129,31 @@ def test_probe_topology_ignores_case_and_channel_order():
     b = Probe("r", "aa", (("src2", 3307, None), ("src1", 3306, "u1")), hostname="host1", reported_port=3306)
     moved = Probe("r", "aa", (("src3", 3306, "u3"), ("src2", 3307, None)), hostname="host1", reported_port=3306)
     assert a.topology() == b.topology() and a.topology() != moved.topology()
+
+
+_A, _B, _C = "AAAAAAAA-0000-0000-0000-00000000000A", "bbbbbbbb-0000-0000-0000-00000000000b", "cccc"
+
+
+@pytest.mark.parametrize("states, single_primary, primary, roles", [
+    # single-primary: the member the status variable names, whatever its case, is PRIMARY
+    (("ONLINE", "ONLINE", "RECOVERING"), True, _A.lower(),
+     {_A.lower(): "PRIMARY", _B: "SECONDARY", _C: "SECONDARY"}),
+    # an OFFLINE or ERROR member gets no role, as 8.0.2+ shows none
+    (("ONLINE", "ERROR", "ONLINE"), True, _C, {_A.lower(): "SECONDARY", _C: "PRIMARY"}),
+    # multi-primary: every live member is a primary; the variable is not needed
+    (("ONLINE", "ONLINE", "OFFLINE"), False, None, {_A.lower(): "PRIMARY", _B: "PRIMARY"}),
+    # no primary known (UNDEFINED, empty: Group Replication stopped, or the statement failed), or
+    # the mode not read: no role at all rather than a guessed primary
+    (("ONLINE", "ONLINE", "ONLINE"), True, "UNDEFINED", {}),
+    (("OFFLINE", "ONLINE", "ONLINE"), True, "", {}),
+    (("ONLINE", "ONLINE", "ONLINE"), True, None, {}),
+    (("ONLINE", "ONLINE", "ONLINE"), None, _A, {}),
+    # a primary outside this member's view
+    (("ONLINE", "ONLINE", "ONLINE"), True, "dddd", {}),
+], ids=["single-primary", "error-member", "multi-primary", "undefined", "stopped", "not-read", "mode-unknown",
+        "not-in-view"])
+def test_member_roles_before_802_from_group_replication_primary_member(states, single_primary, primary, roles):
+    """5.7 and 8.0.0-8.0.1 have no MEMBER_ROLE: the role is what 8.0.2+ would show, from the status
+    variable group_replication_primary_member and group_replication_single_primary_mode."""
+    members = [{"MEMBER_ID": m, "MEMBER_STATE": s} for m, s in zip((_A, _B, _C), states)]
+    assert member_roles_before_802(members, single_primary, primary) == roles

@@ -24,12 +24,13 @@ from jobs.sandbox.sim.model import CONSISTENCY_FAULTS, PASSWORD
 VERSIONS = ["5.7.44", "8.0.21", "8.0.36", "8.4.3", "9.7.4"]
 
 # What each version's member answers, as the collector stores it (None: the version lacks it).
-# role/version: replication_group_members from 8.0.2; stack: from 8.0.27; remote queue: the
+# version: replication_group_members from 8.0.2; role: from its MEMBER_ROLE from 8.0.2, before that
+# from the status variable group_replication_primary_member; stack: from 8.0.27; remote queue: the
 # COUNT_TRANSACTIONS_REMOTE_* columns from 8.0.2; all_stats: every member's stats row from 8.0.2;
 # group variables: member_weight 5.7.20+, consistency 8.0.14+ (BEFORE_ON_PRIMARY_FAILOVER from
 # 8.4.0), view_change_uuid 8.0.26+.
 EXPECTED = {
-    "5.7.44": dict(role=None, version=None, stack=None, remote_queue=None, all_stats=False,
+    "5.7.44": dict(role="SECONDARY", version=None, stack=None, remote_queue=None, all_stats=False,
                    consistency=None, view_change_uuid=None, weight=50),
     "8.0.21": dict(role="SECONDARY", version="8.0.21", stack=None, remote_queue=2, all_stats=True,
                    consistency="EVENTUAL", view_change_uuid=None, weight=50),
@@ -190,7 +191,9 @@ def test_unrecoverable_member_lacks_what_every_online_member_purged(sim):
     result = _read(sim, "gunr-g3")
     assert result.errors == []
     [row] = result.group_members
-    assert (row["member_state"], row["member_version"]) == ("OFFLINE", None)    # 5.7: no such column
+    # 5.7: no MEMBER_VERSION column; no role, as 8.0.2+ shows none for an OFFLINE member (its
+    # group_replication_primary_member is empty while Group Replication is stopped)
+    assert (row["member_state"], row["member_version"], row["member_role"]) == ("OFFLINE", None, None)
     executed = GtidSet.parse(result.server["gtid_executed"])
     for name in ("gunr-g1", "gunr-g2"):
         online = _read(sim, name)

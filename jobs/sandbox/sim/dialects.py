@@ -246,6 +246,7 @@ APPLIER_CONFIGURATION_8023 = APPLIER_CONFIGURATION_57 + _cols(
     "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE:c ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE:t")
 
 GLOBAL_VARIABLES = _cols("VARIABLE_NAME:s VARIABLE_VALUE:s")
+STATUS = _cols("Variable_name:s Value:s")
 GROUP_MEMBERS_57 = _cols("CHANNEL_NAME:c MEMBER_ID:c MEMBER_HOST:c MEMBER_PORT:i MEMBER_STATE:c")
 GROUP_MEMBERS_802 = GROUP_MEMBERS_57 + _cols("MEMBER_ROLE:c MEMBER_VERSION:c")
 GROUP_MEMBERS_8027 = GROUP_MEMBERS_802 + _cols("MEMBER_COMMUNICATION_STACK:c")
@@ -294,6 +295,10 @@ class Shape:
     group_replication: bool = False         # can be a Group Replication member (5.7.17+)
     group_variables: tuple[str, ...] = ()   # the group_replication_* variables a member has
     group_stats_all_members: bool = False   # replication_group_member_stats lists every member (8.0.2+)
+    #: the status variable group_replication_primary_member (5.7.17 to 8.0: documented in both
+    #: manuals, deprecated in 8.0; whether 8.4 / 9.x still have it is not verified here, and the
+    #: collector asks only members without MEMBER_ROLE, 5.7 and 8.0.0-8.0.1)
+    primary_member_status: bool = False
     logs_view_changes: bool = False         # a member joining logs a View_change transaction (before 8.3.0)
     offline_member_version: bool = False    # an OFFLINE member shows its MEMBER_VERSION (8.0.27+, assumed)
 
@@ -364,5 +369,6 @@ def shape_for(version: MySQLVersion | str) -> Shape:
                  group_replication=t >= (5, 7, 17),
                  group_variables=tuple(n for n, since in _GROUP_VARIABLES.items() if t >= since),
                  group_stats_all_members=t >= (8, 0, 2),
+                 primary_member_status=(5, 7, 17) <= t < (8, 4, 0),
                  logs_view_changes=(5, 7, 17) <= t < (8, 3, 0),
                  offline_member_version=t >= (8, 0, 27))

@@ -62,7 +62,7 @@ class Latency:
 
     ``Latency.parse("1-3")`` (milliseconds) or ``"1-3,binlog_events=5-8"``; kinds: variables,
     replica_status, binlog_status, binary_logs, binlog_events, relaylog_events, performance_schema,
-    replicas, set, other."""
+    replicas, status, set, other."""
 
     default: tuple[float, float] = (0.001, 0.003)
     per_kind: tuple[tuple[str, tuple[float, float]], ...] = ()
@@ -139,6 +139,7 @@ _PS = re.compile(r"^SELECT\s+(.+?)\s+FROM\s+performance_schema\.`?(\w+)`?"
                  r"(?:\s+WHERE\s+CHANNEL_NAME\s*=\s*'([^']*)')?$", re.I | re.S)
 _EVENTS = re.compile(r"^SHOW\s+(BINLOG|RELAYLOG)\s+EVENTS(?:\s+IN\s+'([^']*)')?(?:\s+FROM\s+(\d+))?"
                      r"(?:\s+LIMIT\s+(\d+)(?:\s*,\s*(\d+))?)?(?:\s+FOR\s+CHANNEL\s+'([^']*)')?$", re.I)
+_STATUS = re.compile(r"^SHOW\s+(?:GLOBAL\s+|SESSION\s+)?STATUS(?:\s+LIKE\s+'([^']*)')?$", re.I)
 _REPLICA_STATUS = re.compile(r"^SHOW\s+(REPLICA|SLAVE)\s+STATUS(?:\s+FOR\s+CHANNEL\s+'([^']*)')?$", re.I)
 
 _OLD = {"Replica": "Slave", "Source": "Master"}
@@ -264,6 +265,9 @@ class SimSession:
         m = _REPLICA_STATUS.match(text)
         if m:
             return "replica_status", lambda: self.replica_status(f"SHOW {m.group(1).upper()} STATUS", m.group(2), text)
+        m = _STATUS.match(text)
+        if m:
+            return "status", lambda: self.status(m.group(1))
         if up in ("SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"):
             return "binlog_status", lambda: self.binlog_status(up)
         if up in ("SHOW BINARY LOGS", "SHOW MASTER LOGS"):
@@ -354,6 +358,24 @@ class SimSession:
         logs = self.server.binary_logs
         rows = [(logs[-1].name, logs[-1].size, "", "", self.values["gtid_executed"])] if logs else []
         return rows, [_column(c) for c in BINLOG_STATUS]
+
+    def status(self, like: str | None):
+        """``SHOW [GLOBAL] STATUS [LIKE 'name']``: only the status variable the collector asks
+        for, group_replication_primary_member, on a group member whose version reports it (see
+        ``Shape.primary_member_status``); any other name gives no row. As the 5.7 plugin's
+        ``show_primary_member`` does: the primary's server_uuid in single-primary mode while
+        Group Replication runs ("UNDEFINED" when the view has no primary), empty otherwise (the
+        server shows a NULL SHOW_CHAR as an empty string)."""
+        from jobs.sandbox.sim.dialects import STATUS
+
+        group, rows = self.server.group, []
+        if group is not None and self.shape.primary_member_status and (
+                like is None or like.lower() == "group_replication_primary_member"):
+            value = ""
+            if group.single_primary and group.running:
+                value = next((m.member_id for m in group.members if m.role == "PRIMARY"), "UNDEFINED")
+            rows.append(("group_replication_primary_member", value))
+        return rows, [_column(c) for c in STATUS]
 
     def binary_logs(self, statement: str):
         if statement == "SHOW MASTER LOGS" and self.shape.version.triple >= (8, 4, 0):
