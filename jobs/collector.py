@@ -291,6 +291,10 @@ GROUP_VARIABLES: dict[str, tuple[str, str]] = {
 GROUP_CHANNELS = ("group_replication_applier", "group_replication_recovery")
 
 
+#: Member states 8.0.2+ shows a MEMBER_ROLE for.
+_ROLE_STATES = ("ONLINE", "RECOVERING", "UNREACHABLE")
+
+
 def member_roles_before_802(members: Sequence[Mapping[str, Any]], single_primary_mode: bool | None,
                             primary_member: str | None) -> dict[str, str]:
     """MEMBER_ROLE by lower-case member id, as 8.0.2+ reports it, for members whose
@@ -301,15 +305,16 @@ def member_roles_before_802(members: Sequence[Mapping[str, Any]], single_primary
     single-primary mode with Group Replication running ("UNDEFINED" while no primary is known),
     NULL (shown empty) otherwise.
 
-    Members ONLINE or RECOVERING get a role: in single-primary mode PRIMARY for the member the
-    variable names and SECONDARY for the others; in multi-primary mode PRIMARY for all, as 8.0.2+
-    reports it. None get one when single_primary_mode was not read, or in single-primary mode
+    Members ONLINE, RECOVERING or UNREACHABLE (8.0.2+ keeps an unreachable member's role) get a
+    role: in single-primary mode PRIMARY for the member the variable names and SECONDARY for the
+    others; in multi-primary mode PRIMARY for all, as 8.0.2+ reports it. OFFLINE and ERROR
+    members get none, as 8.0.2+ shows none. None get one when single_primary_mode was not read, or in single-primary mode
     when the variable names no such member or was not read (its error is recorded): the group's
     readiness is then not modelled, rather than modelled around a guessed primary."""
     if single_primary_mode is None:
         return {}
     live = [(_text(m.get("MEMBER_ID")) or "").lower() for m in members
-            if _text(m.get("MEMBER_STATE")) in ("ONLINE", "RECOVERING")]
+            if _text(m.get("MEMBER_STATE")) in _ROLE_STATES]
     if not single_primary_mode:
         return {member: "PRIMARY" for member in live}
     primary = (primary_member or "").lower()
@@ -1241,7 +1246,7 @@ class ServerReader:
         MEMBER_ROLE; the status variable is read only in single-primary mode and when the view
         has a live member (a stopped member lists only itself, OFFLINE)."""
         primary = None
-        if single_primary_mode and any(_text(m.get("MEMBER_STATE")) in ("ONLINE", "RECOVERING") for m in members):
+        if single_primary_mode and any(_text(m.get("MEMBER_STATE")) in _ROLE_STATES for m in members):
             status, _ = self.query("SHOW GLOBAL STATUS LIKE 'group_replication_primary_member'")
             primary = next((_text(r.get("Value")) for r in status or []
                             if _text(r.get("Variable_name")) == "group_replication_primary_member"), None)

@@ -372,6 +372,11 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
     bounded part of each batch holds a bounded amount whatever the table's size. Raises
     TableNotFoundError when the table does not exist.
 
+    Files are read one at a time, without read-ahead (``fragment_readahead=1``,
+    ``batch_readahead=0``): the default read four files ahead, which at 100,000 servers held
+    +246 MB against +141 MB for the report's failover scans (docs/benchmarks.md, "Stop 30"); on
+    an object store the reads are sequential, and slower.
+
     Scans run on the calling thread (``use_threads=False``): with Arrow's scan threads, a
     process that read a Delta table aborted at exit about one time in two ("terminate called
     without an active exception", exit 134; deltalake 1.6.6, pyarrow 26; apache/arrow#34314),

@@ -610,10 +610,14 @@ def _state(findings: Sequence[Mapping[str, Any]], known: bool) -> str:
     return "ok" if known else "unknown"
 
 
+class _Clipped(str):
+    """A text :func:`_clip` already cut (clipping it again would miscount what is left out)."""
+
+
 def _clip(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > MAX_EVIDENCE_CHARS:
-        return (value[:MAX_EVIDENCE_CHARS] + f"... ({len(value) - MAX_EVIDENCE_CHARS:,} more characters: "
-                "gtid-audit findings --format json shows it whole)")
+    if isinstance(value, str) and not isinstance(value, _Clipped) and len(value) > MAX_EVIDENCE_CHARS:
+        return _Clipped(value[:MAX_EVIDENCE_CHARS] + f"... ({len(value) - MAX_EVIDENCE_CHARS:,} more characters: "
+                        "the findings table keeps it whole, as gtid-audit findings --format json shows it)")
     return value
 
 
@@ -1165,8 +1169,8 @@ def render_html(model: Model, graphs: Mapping[str, str], charts: Mapping[str, st
 def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, str], *,
                  failover: Sequence[Mapping[str, Any]] | None, horizon: str) -> Iterator[str]:
     """The page of :func:`render_html` in pieces, in order, so that it is written without ever
-    being whole in memory (8 MB of text at 100,000 servers, held as four bytes a character once
-    one of them is not Latin-1, as the page's "∪" is)."""
+    being whole in memory (8 MB of text at 100,000 servers, held as two bytes a character once
+    one of them is not Latin-1, as the page's "∪" is); the largest piece is the embedded JSON."""
     drawn = [c for c in model.clusters if c.name in graphs]
     pairs_json = {p.element_id: {"replica": p.replica, "source": p.source, "channel": p.channel, "state": p.state,
                                  "note": p.note, "findings": [_finding_json(f, True) for f in p.findings]}
@@ -1176,6 +1180,7 @@ def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, s
              bool(f.get("silenced"))] for f in model.findings]
     data = {"columns": TABLE_COLUMNS, "rows": rows, "pairs": pairs_json, "colours": COLOURS}
     data_json = json.dumps(data, separators=(",", ":"), default=str).replace("</", "<\\/")
+    del data, pairs_json, rows    # held by this generator while the page is written: the JSON is enough
 
     tiles = [
         ("servers collected", f"{model.servers_total - model.servers_failed:,} / {model.servers_total:,}", "ok"),
@@ -1281,6 +1286,9 @@ def _substituted(template: Template, values: Mapping[str, str | Iterable[str]]) 
     """``template.substitute(values)`` piece by piece: the template's text between its
     placeholders, and each value (a string, or pieces of one) in place of its placeholder."""
     text, done = template.template, 0
+    missing = {m.group("named") or m.group("braced") for m in template.pattern.finditer(text)} - set(values) - {None}
+    if missing:     # before any of the page is written
+        raise KeyError(f"the report template's placeholders {sorted(missing)} have no value")
     for match in template.pattern.finditer(text):
         yield text[done:match.start()]
         done = match.end()
@@ -1293,7 +1301,7 @@ def _substituted(template: Template, values: Mapping[str, str | Iterable[str]]) 
         value = values[name]
         if isinstance(value, str):
             yield value
-        else:
+        else:   # pieces of one value, used once (a generator is spent after it)
             yield from value
     yield text[done:]
 
@@ -1401,26 +1409,61 @@ def _release_freed_memory() -> None:
 
 def _write(target: str, parts: Iterable[str]) -> tuple[Path | str, int]:
     """Write the page's ``parts`` to ``target`` (a local path or an object-store URI) as UTF-8,
-    one part at a time; return where it was written and its size in bytes."""
-    size = 0
-    if "://" in target:
-        from pyarrow import fs as pafs
+    one part at a time, through a temporary file, so that a page whose rendering fails half-way
+    is never left at ``target``: a local page is renamed into place (with the mode a new file
+    gets), an object-store page is uploaded once whole. Return where it was written and its
+    size in bytes. Errors of the file system or object store raise ReportError; errors of the
+    rendering propagate as they are. A process killed while writing can leave a
+    ``.report-*.html`` file beside the target."""
+    import os
+    import shutil
+    import tempfile
 
-        filesystem, path = pafs.FileSystem.from_uri(target)
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        with filesystem.open_output_stream(path) as stream:
-            for part in parts:
-                size += stream.write(part.encode("utf-8"))
-        return target, size
+    if isinstance(parts, str):
+        parts = (parts,)
+    remote = "://" in target
     path = Path(target)
+
+    def failed(exc: OSError) -> ReportError:
+        return ReportError(f"cannot write the report to {target!r}: {exc}")
+
+    temporary = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as stream:
+        try:
+            if not remote:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            stream = tempfile.NamedTemporaryFile("wb", dir=None if remote else path.parent, prefix=".report-",
+                                                 suffix=".html", delete=False)
+        except OSError as exc:
+            raise failed(exc) from None
+        temporary, size = stream.name, 0
+        with stream:
             for part in parts:
-                size += stream.write(part.encode("utf-8"))
-    except OSError as exc:
-        raise ReportError(f"cannot write the report to {target!r}: {exc}") from None
-    return path, size
+                data = part.encode("utf-8")
+                try:
+                    size += stream.write(data)
+                except OSError as exc:
+                    raise failed(exc) from None
+        try:
+            if not remote:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(temporary, 0o666 & ~umask)
+                os.replace(temporary, path)
+                temporary = None
+                return path, size
+            from pyarrow import fs as pafs
+
+            filesystem, where = pafs.FileSystem.from_uri(target)
+            filesystem.create_dir(where.rsplit("/", 1)[0], recursive=True)
+            with open(temporary, "rb") as page, filesystem.open_output_stream(where) as out:
+                shutil.copyfileobj(page, out, 1 << 20)
+            return target, size
+        except OSError as exc:
+            raise failed(exc) from None
+    finally:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -359,8 +359,8 @@ def predict_primary(members: Sequence[GroupMember]) -> Election | None:
     The elected member applies its backlog of certified transactions before it takes writes
     (group_replication_consistency BEFORE_ON_PRIMARY_FAILOVER waits for it; EVENTUAL lets reads
     see the old state): nothing certified is lost, ``backlog`` says how much is left to apply.
-    Undetermined when a member's version or weight was not read, or an ONLINE member of the
-    view was not read."""
+    Undetermined when a member's version, or its weight where the rule uses it (5.7.20+), was not
+    read, or an ONLINE member of the view was not read."""
     if not members or not any(m.single_primary for m in members):
         return None
     primary = next((m for m in members if m.state == "ONLINE" and m.role == "PRIMARY"), None)
@@ -372,10 +372,14 @@ def predict_primary(members: Sequence[GroupMember]) -> Election | None:
     online = [m for m in members if m.state == "ONLINE" and m is not primary]
     if not online:
         return Election(primary.name, None, undetermined="no other ONLINE member: the group would have no primary")
-    missing = [m.name for m in online if m.snapshot.version is None or m.weight is None]
+    missing = [m.name for m in online if m.snapshot.version is None]
     if missing:
-        return Election(primary.name, None, undetermined=f"version or member weight not read on {', '.join(missing)}")
+        return Election(primary.name, None, undetermined=f"version not read on {', '.join(missing)}")
     lowest = min(m.snapshot.version for m in online)
+    # the weight counts only when every ONLINE member has it (5.7.20+); before, none is read
+    missing = [m.name for m in online if m.weight is None] if lowest >= _WEIGHT_VERSION else []
+    if missing:
+        return Election(primary.name, None, undetermined=f"member weight not read on {', '.join(missing)}")
     if lowest >= _PATCH_VERSION:
         eligible = [m for m in online if m.snapshot.version == lowest]
         version_rule = f"lowest version {lowest}"

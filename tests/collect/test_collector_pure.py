@@ -138,8 +138,9 @@ _A, _B, _C = "AAAAAAAA-0000-0000-0000-00000000000A", "bbbbbbbb-0000-0000-0000-00
     # single-primary: the member the status variable names, whatever its case, is PRIMARY
     (("ONLINE", "ONLINE", "RECOVERING"), True, _A.lower(),
      {_A.lower(): "PRIMARY", _B: "SECONDARY", _C: "SECONDARY"}),
-    # an OFFLINE or ERROR member gets no role, as 8.0.2+ shows none
+    # an OFFLINE or ERROR member gets no role, as 8.0.2+ shows none; an UNREACHABLE one keeps it
     (("ONLINE", "ERROR", "ONLINE"), True, _C, {_A.lower(): "SECONDARY", _C: "PRIMARY"}),
+    (("UNREACHABLE", "ONLINE", "OFFLINE"), True, _A, {_A.lower(): "PRIMARY", _B: "SECONDARY"}),
     # multi-primary: every live member is a primary; the variable is not needed
     (("ONLINE", "ONLINE", "OFFLINE"), False, None, {_A.lower(): "PRIMARY", _B: "PRIMARY"}),
     # no primary known (UNDEFINED, empty: Group Replication stopped, or the statement failed), or
@@ -150,7 +151,7 @@ _A, _B, _C = "AAAAAAAA-0000-0000-0000-00000000000A", "bbbbbbbb-0000-0000-0000-00
     (("ONLINE", "ONLINE", "ONLINE"), None, _A, {}),
     # a primary outside this member's view
     (("ONLINE", "ONLINE", "ONLINE"), True, "dddd", {}),
-], ids=["single-primary", "error-member", "multi-primary", "undefined", "stopped", "not-read", "mode-unknown",
+], ids=["single-primary", "error-member", "unreachable-primary", "multi-primary", "undefined", "stopped", "not-read", "mode-unknown",
         "not-in-view"])
 def test_member_roles_before_802_from_group_replication_primary_member(states, single_primary, primary, roles):
     """5.7 and 8.0.0-8.0.1 have no MEMBER_ROLE: the role is what 8.0.2+ would show, from the status

@@ -169,6 +169,10 @@ def test_election_is_undetermined_without_a_weight_and_absent_in_multi_primary_m
     b = member("b", B, "ONLINE", f"{G}:1-9", weight=None)
     e = predict_primary(views(a, b))
     assert e.elected is None and "weight" in e.undetermined
+    # before 5.7.20 there is no group_replication_member_weight: the lowest server_uuid, not undetermined
+    old = [member(n, u, "ONLINE", f"{G}:1-9", role="PRIMARY" if n == "a" else None, weight=None, version="5.7.19")
+           for n, u in (("a", A), ("c", C), ("b", B))]
+    assert (predict_primary(views(*old)).elected, predict_primary(views(*old)).undetermined) == ("b", None)
     mp = [member(n, u, "ONLINE", f"{G}:1-9", role="PRIMARY", single_primary=False) for n, u in (("a", A), ("b", B))]
     assert predict_primary(views(*mp)) is None
 

@@ -369,19 +369,47 @@ def test_long_finding_texts_are_clipped_in_the_page_and_the_page_is_written_in_p
 
     servers = [_server("s"), _server("r")]
     finding = _finding("errant_transactions", "critical", "r", "s", "")
-    finding.update(remediation="SET GTID_NEXT='x'; BEGIN; COMMIT;\n" * 3000, detail="d" * 10,
+    finding.update(remediation="SET GTID_NEXT='x'; BEGIN; COMMIT; " * 3000, detail="d" * 10,
                    gtid_set=f"{U1}:1-3", gtid_count=3, evidence='{"replica_gtid_executed": "' + "y" * 9000 + '"}')
     model = build_model(_tables(servers, [_pair("r", "s", servers=servers)], [finding]))
     args = dict(failover=None, horizon="")
     page = report.render_html(model, {"c": "<svg></svg>"}, {}, **args)
     cut = len(finding["remediation"]) - report.MAX_EVIDENCE_CHARS
-    assert f"... ({cut:,} more characters: gtid-audit findings --format json shows it whole)" in page
-    assert finding["remediation"] not in page and "y" * 9000 not in page and "y" * 4000 in page
+    note = f"... ({cut:,} more characters: the findings table keeps it whole"
+    assert note in page and page.count("more characters") == 2      # the remediation and the evidence value
+    assert finding["remediation"][:report.MAX_EVIDENCE_CHARS + 1] not in page
+    assert "y" * 9000 not in page and "y" * 4000 in page
+    # load_run clips what it reads; the page does not clip it again (the count stays right)
+    assert report._clip(report._clip(finding["remediation"])) == report._clip(finding["remediation"])
 
     where, size = report._write(str(tmp_path / "p.html"),
                                 report.render_parts(model, {"c": "<svg></svg>"}, {}, **args))
     assert Path(where).read_bytes() == page.encode("utf-8") and size == len(page.encode("utf-8"))
 
+    uri = (tmp_path / "store" / "q.html").as_uri()     # the object-store path, through pyarrow's file system
+    assert report._write(uri, iter(page.partition("<body")))[0] == uri
+    assert (tmp_path / "store" / "q.html").read_bytes() == page.encode("utf-8")
+
+    def failing():
+        yield "<html>"
+        raise KeyError("a placeholder")
+
+    with pytest.raises(KeyError):
+        report._write(str(tmp_path / "p.html"), failing())
+    assert Path(where).read_bytes() == page.encode("utf-8")     # the page before stays whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.html", "store"]    # no temporary file left
+
     template = Template("a $x b ${y} $$ c $z")
     values = {"x": "1", "y": iter(["2", "3"]), "z": ""}
     assert "".join(report._substituted(template, values)) == template.substitute(x="1", y="23", z="")
+    with pytest.raises(KeyError, match="'z'"):     # raised before a first piece
+        next(report._substituted(template, {"x": "1", "y": "2"}))
+
+    # errors of the file system are ReportErrors; a page written is readable as files here are
+    (tmp_path / "file").write_text("")
+    with pytest.raises(report.ReportError, match="cannot write the report"):
+        report._write(str(tmp_path / "file" / "p.html"), iter(["x"]))
+    import os
+    umask = os.umask(0)
+    os.umask(umask)
+    assert Path(where).stat().st_mode & 0o777 == 0o666 & ~umask

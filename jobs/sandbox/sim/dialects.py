@@ -296,8 +296,8 @@ class Shape:
     group_variables: tuple[str, ...] = ()   # the group_replication_* variables a member has
     group_stats_all_members: bool = False   # replication_group_member_stats lists every member (8.0.2+)
     #: the status variable group_replication_primary_member (5.7.17 to 8.0: documented in both
-    #: manuals, deprecated in 8.0; whether 8.4 / 9.x still have it is not verified here, and the
-    #: collector asks only members without MEMBER_ROLE, 5.7 and 8.0.0-8.0.1)
+    #: manuals, deprecated in 8.0). 8.4 / 9.x are not given it: whether they have it is not
+    #: verified here, and the collector asks only members without MEMBER_ROLE (5.7, 8.0.0-8.0.1)
     primary_member_status: bool = False
     logs_view_changes: bool = False         # a member joining logs a View_change transaction (before 8.3.0)
     offline_member_version: bool = False    # an OFFLINE member shows its MEMBER_VERSION (8.0.27+, assumed)
