@@ -1410,60 +1410,67 @@ def _release_freed_memory() -> None:
 def _write(target: str, parts: Iterable[str]) -> tuple[Path | str, int]:
     """Write the page's ``parts`` to ``target`` (a local path or an object-store URI) as UTF-8,
     one part at a time, through a temporary file, so that a page whose rendering fails half-way
-    is never left at ``target``: a local page is renamed into place (with the mode a new file
-    gets), an object-store page is uploaded once whole. Return where it was written and its
-    size in bytes. Errors of the file system or object store raise ReportError; errors of the
-    rendering propagate as they are. A process killed while writing can leave a
-    ``.report-*.html`` file beside the target."""
+    is never left at ``target``: a local page is written to a new file beside it (with the mode
+    any new file gets) and renamed into place, an object-store page is uploaded once whole from
+    an anonymous local file. Return where it was written and its size in bytes. Errors of the
+    file system or object store raise ReportError; errors of the rendering propagate as they
+    are. A process killed while writing can leave a ``.report-*`` file beside the target."""
     import os
+    import secrets
     import shutil
     import tempfile
 
     if isinstance(parts, str):
         parts = (parts,)
-    remote = "://" in target
-    path = Path(target)
 
     def failed(exc: OSError) -> ReportError:
         return ReportError(f"cannot write the report to {target!r}: {exc}")
 
-    temporary = None
-    try:
+    def write_parts(stream) -> int:
+        size = 0
+        for part in parts:
+            data = part.encode("utf-8")
+            try:
+                size += stream.write(data)
+            except OSError as exc:
+                raise failed(exc) from None
+        return size
+
+    if "://" in target:
         try:
-            if not remote:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            stream = tempfile.NamedTemporaryFile("wb", dir=None if remote else path.parent, prefix=".report-",
-                                                 suffix=".html", delete=False)
+            staged = tempfile.TemporaryFile()     # gone once closed, whatever happens
         except OSError as exc:
             raise failed(exc) from None
-        temporary, size = stream.name, 0
-        with stream:
-            for part in parts:
-                data = part.encode("utf-8")
-                try:
-                    size += stream.write(data)
-                except OSError as exc:
-                    raise failed(exc) from None
-        try:
-            if not remote:
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(temporary, 0o666 & ~umask)
-                os.replace(temporary, path)
-                temporary = None
-                return path, size
-            from pyarrow import fs as pafs
+        with staged:
+            size = write_parts(staged)
+            try:
+                from pyarrow import fs as pafs
 
-            filesystem, where = pafs.FileSystem.from_uri(target)
-            filesystem.create_dir(where.rsplit("/", 1)[0], recursive=True)
-            with open(temporary, "rb") as page, filesystem.open_output_stream(where) as out:
-                shutil.copyfileobj(page, out, 1 << 20)
-            return target, size
+                filesystem, where = pafs.FileSystem.from_uri(target)
+                filesystem.create_dir(where.rsplit("/", 1)[0], recursive=True)
+                staged.seek(0)
+                with filesystem.open_output_stream(where) as out:
+                    shutil.copyfileobj(staged, out, 1 << 20)
+            except OSError as exc:
+                raise failed(exc) from None
+        return target, size
+    path = Path(target)
+    temporary = path.with_name(f".report-{os.getpid()}-{secrets.token_hex(4)}-{path.name}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stream = open(temporary, "xb")
+    except OSError as exc:
+        raise failed(exc) from None
+    try:
+        with stream:
+            size = write_parts(stream)
+        try:
+            os.replace(temporary, path)
         except OSError as exc:
             raise failed(exc) from None
     finally:
-        if temporary is not None and os.path.exists(temporary):
-            os.unlink(temporary)
+        temporary.unlink(missing_ok=True)
+    return path, size
 
 
 # ---------------------------------------------------------------------------------------------
