@@ -1170,18 +1170,8 @@ def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, s
                  failover: Sequence[Mapping[str, Any]] | None, horizon: str) -> Iterator[str]:
     """The page of :func:`render_html` in pieces, in order, so that it is written without ever
     being whole in memory (8 MB of text at 100,000 servers, held as two bytes a character once
-    one of them is not Latin-1, as the page's "∪" is); the largest piece is the embedded JSON."""
-    drawn = [c for c in model.clusters if c.name in graphs]
-    pairs_json = {p.element_id: {"replica": p.replica, "source": p.source, "channel": p.channel, "state": p.state,
-                                 "note": p.note, "findings": [_finding_json(f, True) for f in p.findings]}
-                  for c in drawn for p in c.pairs}
-    rows = [[f["severity"], f["check_id"], f.get("cluster") or NO_CLUSTER, f["server"], f.get("source"),
-             f.get("channel"), f["title"], f.get("gtid_count"), str(f.get("first_seen")), f["status"],
-             bool(f.get("silenced"))] for f in model.findings]
-    data = {"columns": TABLE_COLUMNS, "rows": rows, "pairs": pairs_json, "colours": COLOURS}
-    data_json = json.dumps(data, separators=(",", ":"), default=str).replace("</", "<\\/")
-    del data, pairs_json, rows    # held by this generator while the page is written: the JSON is enough
-
+    one of them is not Latin-1, as the page's "∪" is): the largest piece is one cluster's section
+    with its graph, or one drawn pair's JSON."""
     tiles = [
         ("servers collected", f"{model.servers_total - model.servers_failed:,} / {model.servers_total:,}", "ok"),
         ("servers failed", f"{model.servers_failed:,}", "critical" if model.servers_failed else "ok"),
@@ -1208,26 +1198,6 @@ def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, s
         ranking += f'<p class="muted">{len(risky) - RANKED_CLUSTERS:,} more clusters with findings below.</p>'
     unlisted = model.risky_total - len(risky)
 
-    sections = []
-    for n, c in enumerate(risky):
-        anchor = f'cluster-{_element_id("c", c.name)}'
-        counts = c.counts
-        head = (f'{_esc(c.name)} <span class="muted">{_count(c.server_count, "server")}, {_count(c.pair_count, "channel")}</span> '
-                + (_badge("critical", f"{counts['critical']} critical") if counts["critical"] else "")
-                + (_badge("warning", f"{counts['warning']} warning") if counts["warning"] else "")
-                + (_badge("unknown", f"{c.failed} not collected") if c.failed else ""))
-        if c.name in graphs:
-            body = f'<div class="graph">{graphs[c.name]}</div>' + _partly_drawn(c)
-        else:
-            body = ('<p class="muted">Graph not drawn (only the riskiest clusters are); its findings are in '
-                    'the table below.</p>')
-        opened = " open" if n < OPEN_GRAPHS else ""
-        sections.append(f'<details class="cluster" id="{anchor}"{opened} data-cluster="{_esc(c.name)}">'
-                        f'<summary>{head}</summary>{body}</details>')
-    if unlisted > 0:
-        sections.append(f'<p class="muted">{_count(unlisted, "more cluster")} with a warning, a critical finding or '
-                        'a failure, less risky than those above, not listed: <code>gtid-audit findings</code> '
-                        'lists their findings.</p>')
     healthy_html = ""
     if model.healthy_count:
         items = ", ".join(f"{_esc(name)} ({n:,})" for name, n in model.healthy_listed)
@@ -1250,7 +1220,7 @@ def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, s
         title=_esc(f"gtid-audit report {model.run_id}"),
         css=_asset("report.css"),
         js=_asset("report.js"),
-        data=data_json,
+        data=_data_json(model, graphs),
         run_id=_esc(model.run_id),
         run_date=_esc(model.run_date),
         audited_at=_esc(model.audited_at),
@@ -1260,7 +1230,7 @@ def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, s
         tiles=tiles_html,
         ranking=ranking,
         legend=legend,
-        clusters=_joined(sections, "\n", healthy_html),
+        clusters=_joined(_cluster_sections(risky, graphs, unlisted), "\n", healthy_html),
         failover=_failover_section(failover, model.findings),
         trends=trend_html,
         horizon=horizon,
@@ -1275,7 +1245,63 @@ def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, s
     yield from _substituted(Template(_asset("report.html")), values)
 
 
-def _joined(pieces: Sequence[str], separator: str, tail: str) -> Iterator[str]:
+def _cluster_sections(risky: Sequence[Cluster], graphs: Mapping[str, str], unlisted: int) -> Iterator[str]:
+    """A folded section per listed cluster (its graph when drawn), then a line on the clusters not
+    listed; one at a time, so that no second copy of the graphs is ever whole."""
+    for n, c in enumerate(risky):
+        anchor = f'cluster-{_element_id("c", c.name)}'
+        counts = c.counts
+        head = (f'{_esc(c.name)} <span class="muted">{_count(c.server_count, "server")}, {_count(c.pair_count, "channel")}</span> '
+                + (_badge("critical", f"{counts['critical']} critical") if counts["critical"] else "")
+                + (_badge("warning", f"{counts['warning']} warning") if counts["warning"] else "")
+                + (_badge("unknown", f"{c.failed} not collected") if c.failed else ""))
+        if c.name in graphs:
+            body = f'<div class="graph">{graphs[c.name]}</div>' + _partly_drawn(c)
+        else:
+            body = ('<p class="muted">Graph not drawn (only the riskiest clusters are); its findings are in '
+                    'the table below.</p>')
+        opened = " open" if n < OPEN_GRAPHS else ""
+        yield (f'<details class="cluster" id="{anchor}"{opened} data-cluster="{_esc(c.name)}">'
+               f'<summary>{head}</summary>{body}</details>')
+    if unlisted > 0:
+        yield (f'<p class="muted">{_count(unlisted, "more cluster")} with a warning, a critical finding or '
+               'a failure, less risky than those above, not listed: <code>gtid-audit findings</code> '
+               'lists their findings.</p>')
+
+
+#: Findings table rows per piece of the page's embedded JSON.
+_JSON_ROWS_PER_PIECE = 500
+
+
+def _data_json(model: Model, graphs: Mapping[str, str]) -> Iterator[str]:
+    """The page's data (the findings table's rows, the drawn pairs' evidence, the colours) as
+    the text of one JSON object, safe inside a ``<script>`` element, in pieces: a chunk of rows
+    or one pair at a time, so that neither the object nor its text is ever whole in memory (the
+    pairs' evidence is most of it: 3 MB at 100,000 simulated servers)."""
+    def text(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), default=str).replace("</", "<\\/")
+
+    yield '{"columns":' + text(TABLE_COLUMNS) + ',"rows":['
+    findings = model.findings
+    for start in range(0, len(findings), _JSON_ROWS_PER_PIECE):
+        yield ("," if start else "") + ",".join(
+            text([f["severity"], f["check_id"], f.get("cluster") or NO_CLUSTER, f["server"], f.get("source"),
+                  f.get("channel"), f["title"], f.get("gtid_count"), str(f.get("first_seen")), f["status"],
+                  bool(f.get("silenced"))]) for f in findings[start:start + _JSON_ROWS_PER_PIECE])
+    yield '],"pairs":{'
+    first = True
+    for c in model.clusters:
+        if c.name not in graphs:
+            continue
+        for p in c.pairs:
+            yield ("" if first else ",") + text(p.element_id) + ":" + text(
+                {"replica": p.replica, "source": p.source, "channel": p.channel, "state": p.state, "note": p.note,
+                 "findings": [_finding_json(f, True) for f in p.findings]})
+            first = False
+    yield '},"colours":' + text(COLOURS) + "}"
+
+
+def _joined(pieces: Iterable[str], separator: str, tail: str) -> Iterator[str]:
     """``separator.join(pieces) + tail``, piece by piece."""
     for n, piece in enumerate(pieces):
         yield separator + piece if n else piece
@@ -1349,7 +1375,7 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
     started = time.monotonic()
     if progress is None:
         progress = sys.stderr.isatty()
-    with _system_memory_pool(), _progress(progress, total=9 + trend_runs + _AFTER_READING) as step:
+    with _returning_allocator(), _progress(progress, total=9 + trend_runs + _AFTER_READING) as step:
         data = load_run(warehouse, run_id, storage_options=storage_options, trend_runs=trend_runs, step=step)
         _release_freed_memory()
         step("model")
@@ -1372,13 +1398,36 @@ def write_report(warehouse: str, run_id: str | None = None, out: str | Path | No
     return where
 
 
+#: glibc's mallopt parameter M_MMAP_THRESHOLD, and the size from which the report's allocations
+#: are mapped (and unmapped when freed) rather than taken from the heap: glibc's initial default,
+#: kept fixed instead of rising with the largest block freed.
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD_BYTES = 128 * 1024
+
+
 @contextmanager
-def _system_memory_pool() -> Iterator[None]:
-    """Arrow allocates from the C library's malloc while the report is made, not from its default
-    mimalloc pool, which keeps the pages a scan freed for the next one: with it, the report's
-    peak at 100,000 simulated servers was about 60 MB higher (docs/benchmarks.md, "Stop 30")."""
+def _returning_allocator() -> Iterator[None]:
+    """While the report is made, memory freed is given back to the system as it is freed, so
+    that the reads' decoded buffers do not stay in the process after each read:
+
+    - Arrow allocates from the C library's malloc, not from its default mimalloc pool, which
+      keeps the pages a scan freed for the next one (about 60 MB of peak at 100,000 simulated
+      servers; docs/benchmarks.md, "Stop 30");
+    - glibc maps every block of 128 KiB or more on its own. By default that threshold rises to
+      the largest block freed (up to 32 MB), after which a read's column buffers come from the
+      heap and its holes stay with the process: +65 MB for one scan of the findings' text
+      columns at 100,000 servers, +20 MB with the threshold fixed ("Stop 31"). ``mallopt`` is
+      glibc's; elsewhere that part is skipped. It is process-wide and left set: glibc cannot say
+      what it was, and a fixed threshold only costs a mapping per large block.
+    """
+    import ctypes
+
     import pyarrow as pa
 
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+    except (OSError, AttributeError):   # not glibc (musl, macOS)
+        pass
     previous = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
     try:
