@@ -365,12 +365,14 @@ def _open_delta_rs(uri: str, storage_options: Mapping[str, str] | None):
 
 def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
                storage_options: Mapping[str, str] | None = None, *, columns: Sequence[str] | None = None,
-               where=None):
+               where=None, run_date: dt.date | None = None):
     """Table ``name`` as an iterator of pyarrow record batches, read with delta-rs: only
     ``columns`` (those the table has; None: all) of the rows of ``run_id`` that match ``where``
     (a ``pyarrow.compute`` expression), both pushed into the scan, so a reader that keeps a
-    bounded part of each batch holds a bounded amount whatever the table's size. Raises
-    TableNotFoundError when the table does not exist.
+    bounded part of each batch holds a bounded amount whatever the table's size. ``run_date``
+    (the run's, when known) confines the scan to that partition of a table partitioned by it:
+    the other days' files are never opened. Raises TableNotFoundError when the table does not
+    exist.
 
     Files are read one at a time, without read-ahead (``fragment_readahead=1``,
     ``batch_readahead=0``): the default read four files ahead, which at 100,000 servers held
@@ -392,6 +394,9 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
     if run_id is not None:
         by_run = pads.field("run_id") == validate_run_id(run_id)
         expr = by_run if expr is None else by_run & expr
+    if run_date is not None and "run_date" in table.metadata().partition_columns:
+        by_date = pads.field("run_date") == _date_value(run_date)
+        expr = by_date if expr is None else by_date & expr
     if columns is not None:
         columns = [c for c in columns if c in dataset.schema.names]
     return dataset.scanner(columns=columns, filter=expr, use_threads=False,

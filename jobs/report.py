@@ -7,8 +7,8 @@ its own findings; a click on an edge shows the evidence), failover readiness whe
 ``failover_readiness`` table exists, trends over the last runs, and every finding in a table
 that filters by severity, cluster and check and links to the check's explanation.
 
-It reads, through :func:`jobs.delta_io.scan_arrow` (delta-rs, no JVM) with the run, the columns
-and the filters pushed into the scan, only the report tables the audit made on its executors
+It reads, through :func:`jobs.delta_io.scan_arrow` (delta-rs, no JVM) with the run and its
+``run_date`` partition, the columns and the filters pushed into the scan, only the report tables the audit made on its executors
 (``report_clusters``, ``report_servers``, ``report_pairs``: ``schemas/report.py``), the findings
 and ``failover_readiness``, never a snapshot table, and keeps a bounded slice of each (the
 clusters it draws, the worst purge horizons), so any past run audited by this version can be
@@ -213,14 +213,16 @@ MAX_CLUSTER_FINDINGS = 200
 MAX_CLUSTER_SERVERS = 2 * MAX_CLUSTER_PAIRS + 2 * MAX_CLUSTER_FINDINGS
 
 
-def _scan(warehouse: str, name: str, run_id: str | None, storage_options, *, columns=None, where=None):
-    """Record batches of table ``name`` (one run, ``columns``, rows matching ``where``, all
-    pushed into the read), or None when the table does not exist."""
+def _scan(warehouse: str, name: str, run: Mapping[str, Any] | None, storage_options, *, columns=None, where=None):
+    """Record batches of table ``name`` (the rows of ``run``, a run_summary row, or of every
+    run when None; ``columns``; rows matching ``where``; all pushed into the read, the run's
+    ``run_date`` partition included), or None when the table does not exist."""
     from jobs.delta_io import TableNotFoundError, scan_arrow
 
     try:
-        return scan_arrow(warehouse, name, run_id, storage_options,
-                          columns=columns if columns is not None else _COLUMNS.get(name), where=where)
+        return scan_arrow(warehouse, name, run["run_id"] if run else None, storage_options,
+                          columns=columns if columns is not None else _COLUMNS.get(name), where=where,
+                          run_date=run.get("run_date") if run else None)
     except TableNotFoundError:
         return None
 
@@ -436,10 +438,12 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
         raise ReportError(f"run {run_id!r} was not audited (not in {warehouse}/run_summary)")
     position = [s["run_id"] for s in summaries].index(run_id)
     history = summaries[max(0, position + 1 - trend_runs):position + 1]
-    previous_run_id = summaries[position - 1]["run_id"] if position > 0 else None
+    previous = summaries[position - 1] if position > 0 else None
+    previous_run_id = previous["run_id"] if previous else None
+    run = by_id[run_id]
 
     step("report_clusters", remaining=9 + len(history) - 1 + (2 if previous_run_id else 0))
-    clusters = _scan(warehouse, "report_clusters", run_id, storage_options)
+    clusters = _scan(warehouse, "report_clusters", run, storage_options)
     if clusters is None:
         raise ReportError(f"run {run_id!r} has no report tables (report_clusters is missing): audit it again "
                           "with this version (`gtid-audit audit --run-id ...`)")
@@ -469,33 +473,33 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     # findings, then the pairs those findings name (then any with an end not collected), then
     # the servers at the ends of both.
     step("findings of the drawn clusters")
-    drawn_findings = _top_per(_scan(warehouse, "findings", run_id, storage_options,
+    drawn_findings = _top_per(_scan(warehouse, "findings", run, storage_options,
                                     where=is_open & _is_in("cluster", drawn)),
                               "cluster", (("_rank", "ascending"), ("check_id", "ascending"), ("server", "ascending"),
                                           ("finding_key", "ascending")),
                               MAX_CLUSTER_FINDINGS, _finding_rank_keys)
     flagged = {f["server"] for f in drawn_findings} | {f["source"] for f in drawn_findings if f.get("source")}
     step("report_pairs")
-    pairs = _top_per(_scan(warehouse, "report_pairs", run_id, storage_options, where=_is_in("cluster", drawn)),
+    pairs = _top_per(_scan(warehouse, "report_pairs", run, storage_options, where=_is_in("cluster", drawn)),
                      "cluster", (("_named", "ascending"), ("_whole", "ascending"), ("replica", "ascending"),
                                  ("channel", "ascending")), MAX_CLUSTER_PAIRS, _pair_keys(flagged))
     needed = flagged | {p["replica"] for p in pairs} | {p["source"] for p in pairs if p.get("source")}
     step("report_servers")
-    servers = _top_per(_scan(warehouse, "report_servers", run_id, storage_options,
+    servers = _top_per(_scan(warehouse, "report_servers", run, storage_options,
                              columns=("cluster", "server", "status"), where=_is_in("cluster", drawn)),
                        "cluster", (("_needed", "ascending"), ("_ok", "ascending"), ("server", "ascending")),
                        MAX_CLUSTER_SERVERS, _server_keys(needed))
     step("report_groups")   # absent in a warehouse audited before issue #22: no group drawn
-    groups = _rows_of(_scan(warehouse, "report_groups", run_id, storage_options,
+    groups = _rows_of(_scan(warehouse, "report_groups", run, storage_options,
                             where=_is_in("cluster", drawn) & _is_in("server", [s["server"] for s in servers]))) or []
     step("purge horizon")
     horizon, horizon_total = _top(
-        _scan(warehouse, "report_pairs", run_id, storage_options, columns=_HORIZON_COLUMNS,
+        _scan(warehouse, "report_pairs", run, storage_options, columns=_HORIZON_COLUMNS,
               where=pc.is_valid(pads.field("reconnect"))), _HORIZON_ORDER, HORIZON_ROWS, _horizon_keys)
     horizon = [{k: v for k, v in r.items() if not k.startswith("_")} for r in horizon]
     step("findings")
     counter = _FindingCounter()
-    table, _total = _top(counter.counting(_scan(warehouse, "findings", run_id, storage_options)),
+    table, _total = _top(counter.counting(_scan(warehouse, "findings", run, storage_options)),
                          _FINDING_ORDER, TABLE_FINDINGS, _finding_keys)
     findings = [{k: v for k, v in r.items() if not k.startswith("_")} for r in table]
     listed = {f["finding_key"] for f in findings}
@@ -505,13 +509,13 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     drawn_clusters, drawn_servers = set(drawn), {s["server"] for s in servers}
     boxed = {f["finding_key"]: f for f in findings if f["status"] == "open"
              and (f.get("cluster") in drawn_clusters or f["server"] in drawn_servers)}
-    for batch in _scan(warehouse, "findings", run_id, storage_options, columns=_FINDING_DETAIL_COLUMNS,
+    for batch in _scan(warehouse, "findings", run, storage_options, columns=_FINDING_DETAIL_COLUMNS,
                        where=pads.field("finding_key").isin(pa.array(sorted(boxed), pa.string()))) or ():
         for row in batch.to_pylist():
             boxed[row["finding_key"]].update({k: v if k == "evidence" else _clip(v) for k, v in row.items()})
     _release_freed_memory()   # what the findings' scans decoded: the largest reads come next
     step("failover_readiness")
-    failover = _failover_rows(warehouse, run_id, storage_options)
+    failover = _failover_rows(warehouse, run, storage_options)
 
     errant_history: list[dict[str, Any]] = []
     errant_columns = ("run_id", "cluster", "server", "gtid_set", "gtid_count")
@@ -519,7 +523,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
         rid = past["run_id"]
         step(f"findings of {rid}")
         errant_history.extend(_rows_of(_scan(
-            warehouse, "findings", rid, storage_options, columns=errant_columns,
+            warehouse, "findings", past, storage_options, columns=errant_columns,
             where=is_open & (pads.field("check_id") == "errant_transactions"))) or [])
 
     still_open = None
@@ -528,15 +532,15 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
         step(f"open findings of {previous_run_id}")
         # carried over: open now and open then, matched a batch of keys at a time
         still_open = 0
-        for now in _scan(warehouse, "findings", run_id, storage_options, columns=("finding_key",),
+        for now in _scan(warehouse, "findings", run, storage_options, columns=("finding_key",),
                          where=is_open) or ():
             if now.num_rows == 0:
                 continue
-            for batch in _scan(warehouse, "findings", previous_run_id, storage_options, columns=("finding_key",),
+            for batch in _scan(warehouse, "findings", previous, storage_options, columns=("finding_key",),
                                where=is_open & pads.field("finding_key").isin(now["finding_key"])) or ():
                 still_open += batch.num_rows
         step(f"purge horizon of {previous_run_id}")
-        for r in _rows_of(_scan(warehouse, "report_pairs", previous_run_id, storage_options, columns=_HORIZON_COLUMNS,
+        for r in _rows_of(_scan(warehouse, "report_pairs", previous, storage_options, columns=_HORIZON_COLUMNS,
                                 where=pc.is_valid(pads.field("reconnect"))
                                 & _is_in("replica", {h["replica"] for h in horizon}))) or []:
             previous_horizon[(r["replica"], r["channel"])] = r
@@ -551,7 +555,7 @@ def load_run(warehouse: str, run_id: str | None = None, *, storage_options=None,
     )
 
 
-def _failover_rows(warehouse: str, run_id: str, storage_options) -> list[dict[str, Any]] | None:
+def _failover_rows(warehouse: str, run: Mapping[str, Any], storage_options) -> list[dict[str, Any]] | None:
     """The failover_readiness rows the section shows (None: no such table): at most
     MAX_FAILOVER_SOURCES sources, those with an open failover finding first, then by name, and
     their MAX_FAILOVER_CANDIDATES best candidates; without the GTID-set columns. Both scans keep
@@ -559,7 +563,7 @@ def _failover_rows(warehouse: str, run_id: str, storage_options) -> list[dict[st
     import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
-    batches = _scan(warehouse, "failover_readiness", run_id, storage_options, columns=("source",),
+    batches = _scan(warehouse, "failover_readiness", run, storage_options, columns=("source",),
                     where=pads.field("candidate_rank") == 1)
     if batches is None:
         return None
@@ -569,20 +573,20 @@ def _failover_rows(warehouse: str, run_id: str, storage_options) -> list[dict[st
     flagged = _smallest(
         ([s if c == "failover_candidate_unsafe" else v
           for c, v, s in zip(b["check_id"].to_pylist(), b["server"].to_pylist(), b["source"].to_pylist())]
-         for b in _scan(warehouse, "findings", run_id, storage_options, columns=("check_id", "server", "source"),
+         for b in _scan(warehouse, "findings", run, storage_options, columns=("check_id", "server", "source"),
                         where=(pads.field("status") == "open")
                         & pads.field("check_id").isin(list(_FAILOVER_CHECKS))) or ()),
         MAX_FAILOVER_SOURCES)
     if flagged:   # those the table models (a flagged source without readiness rows has nothing to show)
         present: set[str] = set()
-        for b in _scan(warehouse, "failover_readiness", run_id, storage_options, columns=("source",),
+        for b in _scan(warehouse, "failover_readiness", run, storage_options, columns=("source",),
                        where=(pads.field("candidate_rank") == 1) & _is_in("source", flagged)) or ():
             present.update(b["source"].to_pylist())
         flagged = [s for s in flagged if s in present]
     chosen = (flagged + [s for s in modelled if s not in set(flagged)])[:MAX_FAILOVER_SOURCES]
     if not chosen:
         return []
-    return _rows_of(_scan(warehouse, "failover_readiness", run_id, storage_options,
+    return _rows_of(_scan(warehouse, "failover_readiness", run, storage_options,
                           where=_is_in("source", chosen)
                           & (pads.field("candidate_rank") <= MAX_FAILOVER_CANDIDATES))) or []
 

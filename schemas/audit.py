@@ -107,8 +107,12 @@ RUN_SUMMARY = register(TableSchema(
     name="run_summary",
     version=1,
     description="One row per audit run: coverage, counts, durations, exit code.",
+    # one row a night: partitioned by day, a year would be 365 one-row files; clustered, OPTIMIZE
+    # keeps it a few files (docs/deployment.md, "Table maintenance")
+    partition_by=(),
+    cluster_by=("run_date", "run_id"),
     key=("run_id",),
-    columns=run_columns() + (
+    columns=run_columns("first clustering column") + (
         C("audited_at", L.TIMESTAMP, False, "UTC instant the audit finished"),
         C("collect_seconds", L.DOUBLE, True, "duration of the collect stage; NULL when audit ran alone"),
         C("audit_seconds", L.DOUBLE, False, "duration of the audit stage"),

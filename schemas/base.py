@@ -107,11 +107,12 @@ class Column:
             raise SchemaError(f"column {self.name!r} needs a description")
 
 
-def run_columns() -> tuple[Column, ...]:
-    """The columns every table starts with: which run wrote the row."""
+def run_columns(run_date_role: str = "partition column") -> tuple[Column, ...]:
+    """The columns every table starts with: which run wrote the row (``run_date_role``: what
+    the table does with ``run_date``, said in its description)."""
     return (
         Column("run_id", LogicalType.STRING, False, "identifier of the collection run"),
-        Column("run_date", LogicalType.DATE, False, "UTC date the run started (partition column)"),
+        Column("run_date", LogicalType.DATE, False, f"UTC date the run started ({run_date_role})"),
     )
 
 

@@ -18,8 +18,12 @@ RUNS = register(TableSchema(
     name="runs",
     version=1,
     description="One row per collection run: when, what was configured, what came back.",
+    # one row a night: partitioned by day, a year would be 365 one-row files; clustered, OPTIMIZE
+    # keeps it a few files (docs/deployment.md, "Table maintenance")
+    partition_by=(),
+    cluster_by=("run_date", "run_id"),
     key=("run_id",),
-    columns=run_columns() + (
+    columns=run_columns("first clustering column") + (
         C("started_at", L.TIMESTAMP, False, "UTC instant the run started"),
         C("finished_at", L.TIMESTAMP, False, "UTC instant the rows were handed to the writer"),
         C("config_file", L.STRING, True, "path of the configuration file the run used"),

@@ -2,9 +2,13 @@
 faults reported, each once, the Delta tables written, and no server of ours left running."""
 from __future__ import annotations
 
+import json
+
 import pytest
+from deltalake import DeltaTable
 
 from jobs.delta_io import read_arrow
+from schemas import get_table
 from tests.sandbox.test_fleet import our_processes
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
@@ -44,6 +48,17 @@ EXPECTED = {
 }
 
 
+def _clustering_columns(table) -> list[str]:
+    """The clustering columns a Delta table's log records (its ``delta.clustering`` domain)."""
+    columns: list[str] = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            domain = json.loads(line).get("domainMetadata")
+            if domain and domain["domain"] == "delta.clustering":
+                columns = [".".join(c) for c in json.loads(domain["configuration"])["clusteringColumns"]]
+    return columns
+
+
 def test_demo_reports_each_injected_fault_and_writes_the_tables(demo_night):
     """The demo's findings are exactly the injected faults; tables exist; the fleet is stopped."""
     proc, workdir, warehouse = demo_night.proc, demo_night.workdir, demo_night.warehouse
@@ -64,4 +79,10 @@ def test_demo_reports_each_injected_fault_and_writes_the_tables(demo_night):
     assert errors.get("billing-archive") == "auth_failed"
     for table in ("runs", "servers", "channels", "binary_logs", "relay_log_tail", "alerts", "uuid_registry"):
         assert read_arrow(str(warehouse), table).num_rows > 0, table
+    # the tables are laid out as their schemas say: a one-row-a-night table clustered, not a file a day
+    for table in ("runs", "run_summary", "findings", "channels", "findings_latest"):
+        schema, stored = get_table(table), DeltaTable(str(warehouse / table))
+        assert stored.metadata().partition_columns == list(schema.partition_by), table
+        assert ("clustering" in (stored.protocol().writer_features or ())) == bool(schema.cluster_by), table
+        assert _clustering_columns(warehouse / table) == list(schema.cluster_by), table
     assert our_processes(workdir) == []

@@ -13,6 +13,7 @@ from jobs.delta_io import (
     TableNotFoundError,
     read_arrow,
     read_frame,
+    scan_arrow,
     validate_run_id,
     write_run_frame,
     write_run_rows,
@@ -49,6 +50,29 @@ def test_rerun_of_a_run_id_replaces_its_rows_and_leaves_other_runs(spark, tmp_pa
         counts[run_id] = counts.get(run_id, 0) + 1
     assert counts == {"r1": 3, "r2": 2}
     assert _version(tmp_path / "collection_errors") == first + 2  # two more writes, two more commits
+
+
+def test_scan_arrow_reads_only_the_runs_date_partition(spark, tmp_path):
+    """With the run's ``run_date`` the scan is confined to that partition: the run's rows when the
+    date is the run's, none when it is another day's (the filter really applies), and the
+    ``where`` expression and columns still hold."""
+    import pyarrow.dataset as pads
+
+    wh = str(tmp_path)
+    write_run_rows(spark, "collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
+    later = [{**r, "run_date": dt.date(2024, 5, 2)} for r in error_rows("r2", 2)]
+    write_run_rows(spark, "collection_errors", later, warehouse=wh, run_id="r2")
+
+    def rows(run_id, run_date, **kw):
+        return sum(b.num_rows for b in scan_arrow(wh, "collection_errors", run_id, run_date=run_date, **kw))
+
+    assert rows("r1", dt.date(2024, 5, 1)) == 3
+    assert rows("r1", dt.date(2024, 5, 2)) == 0
+    assert rows("r2", dt.date(2024, 5, 2)) == 2
+    assert rows(None, dt.date(2024, 5, 2)) == 2
+    assert rows("r1", dt.date(2024, 5, 1), where=pads.field("seq") >= 1) == 2
+    batches = list(scan_arrow(wh, "collection_errors", "r1", run_date=dt.date(2024, 5, 1), columns=("seq",)))
+    assert {tuple(b.schema.names) for b in batches} == {("seq",)}
 
 
 def test_empty_rerun_removes_the_runs_rows(spark, tmp_path):
