@@ -857,11 +857,12 @@ def print_outcome(outcome: AuditOutcome) -> None:
 # read-only commands (no Spark)
 
 
-def _rows(warehouse: str, name: str, run_id: str | None = None, storage_options=None) -> list[dict[str, Any]]:
+def _rows(warehouse: str, name: str, run_id: str | None = None, storage_options=None,
+          run_date=None) -> list[dict[str, Any]]:
     from jobs.delta_io import TableNotFoundError, read_arrow
 
     try:
-        return read_arrow(warehouse, name, run_id, storage_options).to_pylist()
+        return read_arrow(warehouse, name, run_id, storage_options, run_date=run_date).to_pylist()
     except TableNotFoundError:
         return []
 
@@ -911,10 +912,12 @@ def cmd_findings(args: argparse.Namespace) -> int:
         if args.run_id not in {s["run_id"] for s in summaries}:
             log.error("run %r was not audited (not in run_summary)", args.run_id)
             return 1
-        run_id = args.run_id
+        run = next(s for s in summaries if s["run_id"] == args.run_id)
     else:
-        run_id = max(summaries, key=lambda s: (s["audited_at"], s["run_id"]))["run_id"]
-    rows = select_findings(_rows(warehouse, "findings", run_id, so), severity=args.severity,
+        run = max(summaries, key=lambda s: (s["audited_at"], s["run_id"]))
+    run_id = run["run_id"]
+    rows = select_findings(_rows(warehouse, "findings", run_id, so, run_date=run["run_date"]),
+                           severity=args.severity,
                            cluster=args.cluster, check=args.check, include_resolved=args.all)
     if args.format == "json":
         for r in rows:

@@ -7,6 +7,9 @@
   "run_date = DATE'<date>' AND run_id = '<id>'")``: one atomic commit that removes the run's
   previous rows and adds the new ones, so rerunning a ``run_id`` is idempotent. Naming the
   ``run_date`` partition confines the rewrite (and Delta's conflict check) to that partition.
+  ``runs`` and ``run_summary`` are not partitioned (one row a night, clustered): their
+  conflict check spans the table, and :func:`write_run_rows` writes them again when another
+  run's commit won.
   A table that does not exist yet is created with the schema's exact columns, nullability,
   partitioning and :func:`table_properties` first.
 * **The schema version** of every table travels in each commit's ``userMetadata`` and is
@@ -307,9 +310,36 @@ def write_run_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str,
     if dates - {run_date}:
         raise SchemaError(f"table {_schema(schema).name!r}: rows of run {run_id!r} on other dates than "
                           f"{run_date!r}: {sorted(map(str, dates))!r}")
-    write_run_frame(spark, schema, frame_from_rows(spark, schema, rows), warehouse=warehouse, run_id=run_id,
-                    run_date=run_date)
+    frame = frame_from_rows(spark, schema, rows)
+    if _schema(schema).partition_by:
+        write_run_frame(spark, schema, frame, warehouse=warehouse, run_id=run_id, run_date=run_date)
+        return len(rows)
+    # A table of one row a night (``runs``, ``run_summary``) is not partitioned, so Delta's
+    # conflict check spans the whole table: another run's write committed meanwhile (a manual
+    # ``audit --run-id`` during the night) fails this one with a concurrent-modification error.
+    # The write replaces this run's rows and nothing else, so it is simply made again.
+    from delta import exceptions as conflict
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+    # delta-spark's conflict errors, each its own class (they do not all derive from
+    # DeltaConcurrentModificationException)
+    conflicts = (conflict.DeltaConcurrentModificationException, conflict.ConcurrentAppendException,
+                 conflict.ConcurrentDeleteReadException, conflict.ConcurrentDeleteDeleteException,
+                 conflict.ConcurrentTransactionException, conflict.ConcurrentWriteException,
+                 conflict.MetadataChangedException, conflict.ProtocolChangedException)
+    for attempt in Retrying(retry=retry_if_exception_type(conflicts),
+                            stop=stop_after_attempt(_CONCURRENT_WRITE_ATTEMPTS),
+                            wait=wait_random_exponential(multiplier=0.5, max=10), reraise=True,
+                            before_sleep=lambda state: log.warning(
+                                "%s: %s; writing run %s again", _schema(schema).name,
+                                str(state.outcome.exception()).splitlines()[0], run_id)):
+        with attempt:
+            write_run_frame(spark, schema, frame, warehouse=warehouse, run_id=run_id, run_date=run_date)
     return len(rows)
+
+
+#: Attempts of a one-row-a-night table's write that lost to another run's concurrent commit.
+_CONCURRENT_WRITE_ATTEMPTS = 5
 
 
 def read_frame(spark, warehouse: str, name: str, run_id: str | None = None, run_date: dt.date | None = None):
@@ -370,8 +400,8 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
     ``columns`` (those the table has; None: all) of the rows of ``run_id`` that match ``where``
     (a ``pyarrow.compute`` expression), both pushed into the scan, so a reader that keeps a
     bounded part of each batch holds a bounded amount whatever the table's size. ``run_date``
-    (the run's, when known) confines the scan to that partition of a table partitioned by it:
-    the other days' files are never opened. Raises TableNotFoundError when the table does not
+    (the run's, when known) keeps the rows of that date; in a table partitioned by it the
+    other days' files are never opened. Raises TableNotFoundError when the table does not
     exist.
 
     Files are read one at a time, without read-ahead (``fragment_readahead=1``,
@@ -394,7 +424,7 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
     if run_id is not None:
         by_run = pads.field("run_id") == validate_run_id(run_id)
         expr = by_run if expr is None else by_run & expr
-    if run_date is not None and "run_date" in table.metadata().partition_columns:
+    if run_date is not None and "run_date" in dataset.schema.names:
         by_date = pads.field("run_date") == _date_value(run_date)
         expr = by_date if expr is None else by_date & expr
     if columns is not None:

@@ -94,9 +94,9 @@ def check_settings(settings: MaintenanceSettings) -> None:
             if name not in tables:
                 raise MaintenanceError(f"maintenance.{group}: unknown table {name!r} (known: {sorted(tables)!r})")
     for name, days in settings.retention_days.items():
-        if days is not None and "run_date" not in tables[name].partition_by:
-            raise MaintenanceError(f"maintenance.retention_days.{name}: table {name!r} is not "
-                                   f"partitioned by run_date, retention does not apply")
+        if days is not None and "run_date" not in tables[name].column_names:
+            raise MaintenanceError(f"maintenance.retention_days.{name}: table {name!r} has no "
+                                   f"run_date, retention does not apply")
     for name, cols in settings.zorder.items():
         schema = tables[name]
         for col in cols:
@@ -175,7 +175,7 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
         checkpoint_interval=settings.checkpoint_interval))
 
     days = settings.retention_days.get(name)
-    if days is not None and partitioned:
+    if days is not None and "run_date" in schema.column_names:   # partitioned: whole files dropped
         out.deleted_before = on - dt.timedelta(days=days)
         cutoff = f"run_date < DATE'{out.deleted_before.isoformat()}'"
         if spark.read.format("delta").load(uri).where(cutoff).limit(1).count():

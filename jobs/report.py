@@ -1174,8 +1174,9 @@ def render_parts(model: Model, graphs: Mapping[str, str], charts: Mapping[str, s
                  failover: Sequence[Mapping[str, Any]] | None, horizon: str) -> Iterator[str]:
     """The page of :func:`render_html` in pieces, in order, so that it is written without ever
     being whole in memory (8 MB of text at 100,000 servers, held as two bytes a character once
-    one of them is not Latin-1, as the page's "∪" is): the largest piece is one cluster's section
-    with its graph, or one drawn pair's JSON."""
+    one of them is not Latin-1, as the page's "∪" is): the pieces are the template's text,
+    the inline stylesheet and script, a chunk of table rows, one cluster's section with its
+    graph, or one drawn pair's JSON."""
     tiles = [
         ("servers collected", f"{model.servers_total - model.servers_failed:,} / {model.servers_total:,}", "ok"),
         ("servers failed", f"{model.servers_failed:,}", "critical" if model.servers_failed else "ok"),

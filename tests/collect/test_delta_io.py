@@ -75,6 +75,38 @@ def test_scan_arrow_reads_only_the_runs_date_partition(spark, tmp_path):
     assert {tuple(b.schema.names) for b in batches} == {("seq",)}
 
 
+def test_a_one_row_a_night_write_that_lost_a_concurrent_commit_is_made_again(spark, tmp_path, monkeypatch):
+    """runs and run_summary are not partitioned, so another run's commit made meanwhile fails a
+    write with Delta's concurrent-modification error: write_run_rows writes it again (the
+    error is Delta's own class, raised once, as delta-spark raises it)."""
+    from delta.exceptions import ConcurrentAppendException
+
+    import jobs.delta_io as delta_io
+
+    real, calls = delta_io.write_run_frame, []
+
+    def lose_once(*args, **kwargs):
+        calls.append(kwargs["run_id"])
+        if len(calls) == 1:
+            raise ConcurrentAppendException("Files were added to the root of the table by a concurrent update.")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(delta_io, "write_run_frame", lose_once)
+    monkeypatch.setattr(delta_io, "_CONCURRENT_WRITE_ATTEMPTS", 3)
+    row = {c.name: None for c in get_table("runs").columns}
+    row.update(run_id="r1", run_date=dt.date(2024, 5, 1), started_at=T0, finished_at=T0, warehouse=str(tmp_path),
+               writer="delta-spark", servers_configured=1, servers_discovered=0, servers_ok=1, servers_partial=0,
+               servers_failed=0, error_count=0, collector_version="t")
+    assert write_run_rows(spark, "runs", [row], warehouse=str(tmp_path), run_id="r1") == 1
+    assert calls == ["r1", "r1"]
+    assert read_arrow(str(tmp_path), "runs").column("run_id").to_pylist() == ["r1"]
+    # a partitioned table's write is not retried: its conflicts are another run's same partition
+    calls.clear()
+    with pytest.raises(ConcurrentAppendException):
+        write_run_rows(spark, "collection_errors", error_rows("r1", 1), warehouse=str(tmp_path), run_id="r1")
+    assert calls == ["r1"]
+
+
 def test_empty_rerun_removes_the_runs_rows(spark, tmp_path):
     """A rerun that found nothing for a table leaves no stale rows of that run."""
     wh = str(tmp_path)

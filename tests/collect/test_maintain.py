@@ -124,8 +124,23 @@ def test_settings_naming_unknown_tables_or_columns_are_refused(spark, tmp_path):
         maintain_tables(spark, config(tmp_path, retention_days={"relay_log_tial": 7}))
     with pytest.raises(MaintenanceError, match="partition column"):
         maintain_tables(spark, config(tmp_path, zorder={"findings": ["run_date"]}))
-    with pytest.raises(MaintenanceError, match="not partitioned"):
+    with pytest.raises(MaintenanceError, match="has no run_date"):
         maintain_tables(spark, config(tmp_path, retention_days={"uuid_registry": 30}))
+
+
+def test_retention_applies_to_the_clustered_one_row_a_night_tables(spark, tmp_path):
+    """runs is clustered, not partitioned: a retention set for it (kept by default) still deletes
+    the nights older than it, by a predicate on run_date, and compacts the rest."""
+    wh = str(tmp_path)
+    for run_id, day in (("r-old", ON - dt.timedelta(days=40)), ("r-new", ON - dt.timedelta(days=2)), ("r-now", ON)):
+        write_run_rows(spark, "runs", [full_row("runs", run_id=run_id, run_date=day)], warehouse=wh, run_id=run_id)
+    assert DeltaTable(str(tmp_path / "runs")).metadata().partition_columns == []
+
+    [result] = maintain_tables(spark, config(tmp_path, retention_days={"runs": 30}), on=ON, tables=["runs"])
+
+    assert result.error is None, result.line()
+    assert sorted(read_arrow(wh, "runs").column("run_id").to_pylist()) == ["r-new", "r-now"]
+    assert result.rows_deleted == 1 and result.deleted_before == ON - dt.timedelta(days=30)
 
 
 def finding_row(run_id: str, run_date: dt.date, key: str, status: str = "open", count: int = 1) -> dict:

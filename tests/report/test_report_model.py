@@ -232,6 +232,21 @@ def test_synthetic_warehouse_renders_with_trends_and_collapsed_healthy_clusters(
     monkeypatch.setattr(report, "TABLE_FINDINGS", 3)
     data = report.load_run(str(warehouse))
     bounded = report.build_model(data)
+    # the earlier runs (each on its own day) are read in their own run_date partitions: what the
+    # report took of them equals a whole-table read's
+    from jobs.delta_io import read_arrow
+
+    every = read_arrow(str(warehouse), "findings").to_pylist()
+    open_in = {}
+    for f in every:
+        if f["status"] == "open":
+            open_in.setdefault(f["run_id"], set()).add(f["finding_key"])
+    errant = {(f["run_id"], f["server"]) for f in every
+              if f["status"] == "open" and f["check_id"] == "errant_transactions"}
+    assert {(f["run_id"], f["server"]) for f in data.errant_history} == errant
+    assert len({run for run, _ in errant}) > 1        # earlier runs' rows are really there
+    assert data.previous_run_id is not None
+    assert data.still_open == len(open_in[data.run_id] & open_in[data.previous_run_id])
     assert len(bounded.findings) == 3 < len(full.findings) == bounded.findings_total
     assert (bounded.counts, bounded.silenced, bounded.resolved, bounded.new) == (
         full.counts, full.silenced, full.resolved, full.new)
