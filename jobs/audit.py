@@ -909,10 +909,10 @@ def cmd_findings(args: argparse.Namespace) -> int:
         log.error("no audited run in %s: run `gtid-audit run --config %s` first", warehouse, args.config)
         return 1
     if args.run_id:
-        if args.run_id not in {s["run_id"] for s in summaries}:
+        run = next((s for s in summaries if s["run_id"] == args.run_id), None)
+        if run is None:
             log.error("run %r was not audited (not in run_summary)", args.run_id)
             return 1
-        run = next(s for s in summaries if s["run_id"] == args.run_id)
     else:
         run = max(summaries, key=lambda s: (s["audited_at"], s["run_id"]))
     run_id = run["run_id"]

@@ -393,6 +393,21 @@ def _open_delta_rs(uri: str, storage_options: Mapping[str, str] | None):
         return None
 
 
+def _run_filter(names: Sequence[str], run_id: str | None, run_date: dt.date | None, where=None):
+    """The delta-rs scan filter of the rows of ``run_id`` and ``run_date`` (each when given;
+    ``run_date`` only in a table that has the column) that match ``where``; None: every row."""
+    import pyarrow.dataset as pads
+
+    expr = where
+    if run_id is not None:
+        by_run = pads.field("run_id") == validate_run_id(run_id)
+        expr = by_run if expr is None else by_run & expr
+    if run_date is not None and "run_date" in names:
+        by_date = pads.field("run_date") == _date_value(run_date)
+        expr = by_date if expr is None else by_date & expr
+    return expr
+
+
 def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
                storage_options: Mapping[str, str] | None = None, *, columns: Sequence[str] | None = None,
                where=None, run_date: dt.date | None = None):
@@ -413,20 +428,12 @@ def scan_arrow(warehouse: str, name: str, run_id: str | None = None,
     process that read a Delta table aborted at exit about one time in two ("terminate called
     without an active exception", exit 134; deltalake 1.6.6, pyarrow 26; apache/arrow#34314),
     which turned a good ``gtid-audit findings`` or ``report`` into a failure."""
-    import pyarrow.dataset as pads
-
     uri = table_uri(warehouse, name)
     table = _open_delta_rs(uri, storage_options)
     if table is None:
         raise TableNotFoundError(f"no Delta table at {uri!r}")
     dataset = table.to_pyarrow_dataset()
-    expr = where
-    if run_id is not None:
-        by_run = pads.field("run_id") == validate_run_id(run_id)
-        expr = by_run if expr is None else by_run & expr
-    if run_date is not None and "run_date" in dataset.schema.names:
-        by_date = pads.field("run_date") == _date_value(run_date)
-        expr = by_date if expr is None else by_date & expr
+    expr = _run_filter(dataset.schema.names, run_id, run_date, where)
     if columns is not None:
         columns = [c for c in columns if c in dataset.schema.names]
     return dataset.scanner(columns=columns, filter=expr, use_threads=False,
@@ -442,14 +449,8 @@ def read_arrow(warehouse: str, name: str, run_id: str | None = None,
     table = _open_delta_rs(uri, storage_options)
     if table is None:
         raise TableNotFoundError(f"no Delta table at {uri!r}")
-    import pyarrow.dataset as pads
-
     dataset = table.to_pyarrow_dataset()
-    expr = pads.field("run_id") == validate_run_id(run_id) if run_id is not None else None
-    if run_date is not None and "run_date" in dataset.schema.names:
-        by_date = pads.field("run_date") == _date_value(run_date)
-        expr = by_date if expr is None else by_date & expr
-    data = dataset.to_table(filter=expr, use_threads=False)
+    data = dataset.to_table(filter=_run_filter(dataset.schema.names, run_id, run_date), use_threads=False)
     try:
         target = get_table(name).to_arrow()
     except SchemaError:
