@@ -306,8 +306,8 @@ def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
 
 def report_input_frames(servers_df, channels_df, horizon_df, readiness_df, findings_df, *, run_id: str, run_date):
     """The report's input tables (``schemas/report.py``) as DataFrames, made on the executors:
-    ``report_pairs`` (every channel with its resolved source, both ends' status, the purge
-    margin from ``horizon_df`` (:func:`jobs.audit_tasks.source_outputs`) and the
+    ``report_pairs`` (every channel with its resolved source, both ends' status, its
+    Seconds_Behind_Source, the purge margin from ``horizon_df`` (:func:`jobs.audit_tasks.source_outputs`) and the
     candidate's verdict from the written ``failover_readiness``), ``report_servers`` (the
     inventory's servers and those known only from a finding) and ``report_clusters`` (per
     cluster label: size, failures, pairs, open findings and risk). Returns the three frames in
@@ -324,7 +324,8 @@ def report_input_frames(servers_df, channels_df, horizon_df, readiness_df, findi
                                 *[c for c in horizon_df.columns if c not in ("replica", "channel", "source")])
     pairs = (channels_df.select(F.col("server").alias("replica"),
                                 F.coalesce("channel_name", F.lit("")).alias("channel"),
-                                F.col("source_server").alias("source"), F.col("sql_delay"))
+                                F.col("source_server").alias("source"), F.col("sql_delay"),
+                                F.col("seconds_behind_source"))
              .join(srv.select(F.col("server").alias("replica"), "cluster", F.col("status").alias("replica_status")),
                    "replica", "left")
              .join(src, F.col("source") == F.col("_src"), "left").drop("_src")

@@ -14,7 +14,9 @@
   partitioning and :func:`table_properties` first.
 * **The schema version** of every table travels in each commit's ``userMetadata`` and is
   checked, with the column list, before every write: a table written by another schema version
-  is refused (:class:`SchemaMismatchError`), never altered.
+  is refused (:class:`SchemaMismatchError`), unless the schema allows an in-place upgrade from
+  it (``TableSchema.upgrades_from``: the later versions only added nullable columns), which
+  adds the new columns (``ALTER TABLE ... ADD COLUMNS``) before the write.
 * **Reads**: :func:`read_frame` reads with Spark (the job), pruned to one partition when given
   the run's date (:func:`run_date_of` finds it in ``runs``). :func:`read_arrow` reads with
   delta-rs (``deltalake``) and no JVM, for the commands that should answer at once without
@@ -29,7 +31,7 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from schemas import SCHEMA_VERSION_PROPERTY, TableSchema, get_table
-from schemas.base import SchemaError
+from schemas.base import Column, SchemaError
 
 __all__ = [
     "DELTA_EXTENSION_CLASS",
@@ -155,20 +157,51 @@ def table_exists(spark, warehouse: str, name: str) -> bool:
 
 
 def _check_existing(schema: TableSchema, history: list[Mapping[str, Any]],
-                    fields: list[tuple[str, bool]]) -> None:
-    """Refuse a write into a table of another schema version or column list."""
+                    fields: list[tuple[str, bool]]) -> tuple[Column, ...]:
+    """The columns to add to a table written with an earlier version of ``schema`` that it
+    may be upgraded from in place (``TableSchema.upgrades_from``: later versions only added
+    nullable columns); () when the table is already this version's. A table of any other
+    version or column list is refused."""
     found = _version_from_history(history)
-    if found is not None and found != schema.version:
-        raise SchemaMismatchError(
-            f"table {schema.name!r} was written with schema version {found!r}, this writer has "
-            f"version {schema.version!r}: migrate the table or write to another warehouse"
-        )
     wanted = [(c.name, c.nullable) for c in schema.columns]
+    if found is not None and found != schema.version:
+        upgradable = schema.upgrades_from is not None and schema.upgrades_from <= found < schema.version
+        if not upgradable:
+            raise SchemaMismatchError(
+                f"table {schema.name!r} was written with schema version {found!r}, this writer has "
+                f"version {schema.version!r}: migrate the table or write to another warehouse"
+            )
+        if fields == wanted:  # added by an earlier attempt whose write did not commit
+            return ()
+        earlier = schema.columns_of_version(found)
+        if fields != [(c.name, c.nullable) for c in earlier]:
+            raise SchemaMismatchError(
+                f"table {schema.name!r} has columns {fields!r}, schema version {found} "
+                f"had {[(c.name, c.nullable) for c in earlier]!r}: it cannot be upgraded to version "
+                f"{schema.version} in place"
+            )
+        return tuple(c for c in schema.columns if c.since > found)
     if fields != wanted:
         raise SchemaMismatchError(
             f"table {schema.name!r} has columns {fields!r}, schema version {schema.version} "
             f"expects {wanted!r}"
         )
+    return ()
+
+
+def _add_columns(spark, schema: TableSchema, uri: str, added: Sequence[Column]) -> None:
+    """``ALTER TABLE ... ADD COLUMNS``, each new column after the one it follows in the schema,
+    so the table's column list becomes the schema's; rows written before hold NULL there. One
+    Delta commit (metadata only: no data file is rewritten)."""
+    names = schema.column_names
+    specs = []
+    for col in added:
+        after = names[names.index(col.name) - 1]
+        comment = col.description.replace("\\", "\\\\").replace("'", "\\'")
+        specs.append(f"`{col.name}` {col.type.to_spark().simpleString()} COMMENT '{comment}' AFTER `{after}`")
+    spark.sql(f"ALTER TABLE delta.`{uri}` ADD COLUMNS ({', '.join(specs)})")
+    log.warning("table %s upgraded in place to schema version %s: added column(s) %s",
+                schema.name, schema.version, ", ".join(c.name for c in added))
 
 
 def _inspect_with_delta_rs(uri: str) -> tuple[bool, list, list] | None:
@@ -202,7 +235,9 @@ def _prepare(spark, schema: TableSchema, uri: str) -> None:
             seen = (False, [], [])
     exists, history, fields = seen
     if exists:
-        _check_existing(schema, history, fields)
+        added = _check_existing(schema, history, fields)
+        if added:
+            _add_columns(spark, schema, uri, added)
         return
     builder = (DeltaTable.createIfNotExists(spark).location(uri).addColumns(schema.to_spark())
                .comment(f"gtid-audit {schema.name}, schema version {schema.version}"))

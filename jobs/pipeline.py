@@ -130,12 +130,25 @@ def write_fleet_report(config: GtidAuditConfig, run_id: str):
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.warning("report not written: %s", exc)
         return None
+    if proc.returncode < 0:  # the kernel's OOM killer sends SIGKILL
+        log.warning("report not written: the report process was killed by %s (out of memory?)",
+                    _signal_name(-proc.returncode))
+        return None
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         log.warning("report not written (the report process exited with %s): %s", proc.returncode, why)
         return None
     lines = proc.stdout.strip().splitlines()
     return lines[-1] if lines else None
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def register(subparsers) -> None:

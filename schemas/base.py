@@ -98,6 +98,8 @@ class Column:
     type: LogicalType
     nullable: bool
     description: str
+    #: the table's schema version that added the column (1: there from the start)
+    since: int = 1
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name != self.name.lower():
@@ -105,6 +107,11 @@ class Column:
         object.__setattr__(self, "type", LogicalType(self.type))
         if not self.description.strip():
             raise SchemaError(f"column {self.name!r} needs a description")
+        if not isinstance(self.since, int) or self.since < 1:
+            raise SchemaError(f"column {self.name!r}: since {self.since!r} must be an int >= 1")
+        if self.since > 1 and not self.nullable:
+            raise SchemaError(f"column {self.name!r} was added in version {self.since}: the rows written "
+                              f"before it hold NULL, so it must be nullable")
 
 
 def run_columns(run_date_role: str = "partition column") -> tuple[Column, ...]:
@@ -130,7 +137,12 @@ def server_columns() -> tuple[Column, ...]:
 class TableSchema:
     """A versioned table definition. ``key`` is the set of columns that identify a row inside
     one run (used by tests and idempotent rewrites); ``partition_by`` are Delta partitions;
-    ``cluster_by`` are Delta clustering columns, for small tables that are not partitioned."""
+    ``cluster_by`` are Delta clustering columns, for small tables that are not partitioned.
+
+    ``upgrades_from``: the oldest version a table written earlier may be upgraded from in place,
+    when every version since then only added nullable columns (each :class:`Column` says in
+    which version it came, ``since``): the writer adds them (``ALTER TABLE ... ADD COLUMNS``)
+    and the older rows read NULL there. None: a table of any other version is refused."""
 
     name: str
     version: int
@@ -139,6 +151,7 @@ class TableSchema:
     partition_by: tuple[str, ...] = ("run_date",)
     key: tuple[str, ...] = ()
     cluster_by: tuple[str, ...] = ()
+    upgrades_from: int | None = None
     _by_name: Mapping[str, Column] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -163,11 +176,22 @@ class TableSchema:
                 raise SchemaError(f"table {self.name!r}: partition column {n!r} must not be nullable")
         if "run_id" not in by_name:
             raise SchemaError(f"table {self.name!r} must have a run_id column")
+        for col in self.columns:
+            if col.since > self.version:
+                raise SchemaError(f"table {self.name!r}: column {col.name!r} is from version {col.since}, "
+                                  f"after the table's version {self.version}")
+        if self.upgrades_from is not None and not 1 <= self.upgrades_from < self.version:
+            raise SchemaError(f"table {self.name!r}: upgrades_from {self.upgrades_from!r} must be a version "
+                              f"before {self.version}")
         object.__setattr__(self, "_by_name", by_name)
 
     @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
+
+    def columns_of_version(self, version: int) -> tuple[Column, ...]:
+        """The columns a table written with schema ``version`` has (those added by then)."""
+        return tuple(c for c in self.columns if c.since <= version)
 
     def column(self, name: str) -> Column:
         try:

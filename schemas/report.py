@@ -17,9 +17,10 @@ C = Column
 
 REPORT_PAIRS = register(TableSchema(
     name="report_pairs",
-    version=1,
+    version=2,
+    upgrades_from=1,
     description="One row per replica channel of the run (an edge of the topology): its source as the collector "
-                "resolved it, the collection status of both ends, the purge margin of a reconnect and the "
+                "resolved it, the collection status of both ends, its lag, the purge margin of a reconnect and the "
                 "replica's failover verdict as a candidate of that source. NULL means unknown.",
     key=("run_id", "replica", "channel"),
     columns=run_columns() + (
@@ -31,6 +32,9 @@ REPORT_PAIRS = register(TableSchema(
         C("replica_status", L.STRING, True, "servers.status of the replica"),
         C("source_status", L.STRING, True, "servers.status of the source; NULL when unresolved"),
         C("sql_delay", L.INT64, True, "the channel's SOURCE_DELAY (SQL_Delay) in seconds"),
+        C("seconds_behind_source", L.INT64, True, "the channel's Seconds_Behind_Source as read (a delayed "
+                                                  "replica's includes its SOURCE_DELAY); NULL when unknown "
+                                                  "(the applier stopped)", since=2),
         C("lacking_count", L.INT64, True, "transactions of the source the replica lacks (would request on a "
                                           "reconnect); NULL when unknown or when it lacks none"),
         C("purge_margin", L.INT32, True, "binary logs the source can still purge before it refuses the replica "

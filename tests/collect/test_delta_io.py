@@ -162,6 +162,41 @@ def test_changed_columns_are_refused(spark, tmp_path):
         write_run_rows(spark, t1b, [{"run_id": "r2", "run_date": dt.date(2024, 1, 1)}], warehouse=wh, run_id="r2")
 
 
+def test_a_version_that_only_added_columns_upgrades_the_table_in_place(spark, tmp_path, caplog):
+    """A table written with version 1 and a writer of version 2 that may upgrade from it
+    (``upgrades_from``) and only added a nullable column: the column is added where the schema
+    has it (ALTER TABLE ... ADD COLUMNS, no data file rewritten), the old rows read NULL there,
+    the new version is recorded, and a third version that changed more is still refused."""
+    wh = str(tmp_path)
+    run, date = Column("run_id", LogicalType.STRING, False, "r"), Column("run_date", LogicalType.DATE, False, "d")
+    a, z = Column("a", LogicalType.INT64, True, "a"), Column("z", LogicalType.STRING, True, "z")
+    v1 = TableSchema(name="grows", version=1, columns=(run, date, a, z), description="t")
+    write_run_rows(spark, v1, [{"run_id": "r1", "run_date": dt.date(2024, 1, 1), "a": 1, "z": "x"}],
+                   warehouse=wh, run_id="r1")
+    files_before = set(DeltaTable(str(tmp_path / "grows")).file_uris())
+    added = Column("lag_s", LogicalType.INT64, True, "it's new", since=2)
+    v2 = TableSchema(name="grows", version=2, upgrades_from=1, columns=(run, date, a, added, z), description="t")
+    with caplog.at_level("WARNING", logger="gtid_audit.delta_io"):
+        write_run_rows(spark, v2, [{"run_id": "r2", "run_date": dt.date(2024, 1, 2), "a": 2, "lag_s": 7, "z": "y"}],
+                       warehouse=wh, run_id="r2")
+    assert "grows upgraded in place to schema version 2: added column(s) lag_s" in caplog.text
+    table = DeltaTable(str(tmp_path / "grows"))
+    assert [f.name for f in table.schema().fields] == ["run_id", "run_date", "a", "lag_s", "z"]
+    assert files_before <= set(table.file_uris())  # run r1's file was not rewritten
+    rows = sorted(read_arrow(wh, "grows").to_pylist(), key=lambda r: r["run_id"])
+    assert [(r["run_id"], r["a"], r["lag_s"], r["z"]) for r in rows] == [("r1", 1, None, "x"), ("r2", 2, 7, "y")]
+    assert written_schema_version(wh, "grows") == 2
+    v3 = TableSchema(name="grows", version=3, upgrades_from=2, columns=(run, date, added, z), description="t")
+    with pytest.raises(SchemaMismatchError, match="cannot be upgraded to version 3 in place"):
+        write_run_rows(spark, v3, [{"run_id": "r3", "run_date": dt.date(2024, 1, 3)}], warehouse=wh, run_id="r3")
+    v3_from_1 = TableSchema(name="grows", version=3, upgrades_from=1, columns=v2.columns, description="t")
+    with pytest.raises(SchemaMismatchError, match="schema version 2"):  # a version bump with no column: refused
+        write_run_rows(spark, TableSchema(name="grows", version=3, columns=v2.columns, description="t"),
+                       [{"run_id": "r3", "run_date": dt.date(2024, 1, 3)}], warehouse=wh, run_id="r3")
+    write_run_rows(spark, v3_from_1, [{"run_id": "r3", "run_date": dt.date(2024, 1, 3)}], warehouse=wh, run_id="r3")
+    assert read_arrow(wh, "grows").num_rows == 3
+
+
 def test_not_null_columns_are_enforced_by_delta(spark, tmp_path):
     """A NULL in a NOT NULL column, arriving from the executors, is refused by Delta itself."""
     row = error_rows("r1", 1)[0]

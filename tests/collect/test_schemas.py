@@ -81,10 +81,28 @@ def test_check_row_rejects_rows_that_do_not_fit(row, fragment):
     (dict(columns=(Column("run_id", "string", False, "d"), Column("run_id", "string", False, "d"))), "duplicate"),
     (dict(columns=(Column("run_id", "string", False, "d"),), partition_by=("run_date",)), "unknown column"),
     (dict(columns=(Column("run_id", "string", False, "d"),), partition_by=(), version=0), "version"),
-], ids=["no-run-id", "duplicate", "bad-partition", "bad-version"])
+    (dict(columns=(Column("run_id", "string", False, "d"), Column("x", "string", True, "d", since=2))),
+     "after the table's version"),
+    (dict(columns=(Column("run_id", "string", False, "d"),), version=2, upgrades_from=2), "upgrades_from"),
+], ids=["no-run-id", "duplicate", "bad-partition", "bad-version", "column-from-the-future", "upgrade-from-itself"])
 def test_inconsistent_definitions_are_refused(kwargs, fragment):
     """A table definition with a structural mistake fails at import time."""
     base = dict(name="t", version=1, description="d", partition_by=())
     base.update(kwargs)
     with pytest.raises(SchemaError, match=fragment):
         TableSchema(**base)
+
+
+def test_a_column_added_by_a_later_version_must_be_nullable():
+    """Rows written before a column existed read NULL there: an added NOT NULL column is refused."""
+    with pytest.raises(SchemaError, match="must be nullable"):
+        Column("x", "string", False, "d", since=2)
+
+
+def test_columns_of_an_earlier_version_are_those_it_had():
+    t = TableSchema(name="t", version=3, description="d", partition_by=(), upgrades_from=1, columns=(
+        Column("run_id", "string", False, "d"), Column("b", "int64", True, "d", since=3),
+        Column("a", "int64", True, "d", since=2)))
+    assert [c.name for c in t.columns_of_version(1)] == ["run_id"]
+    assert [c.name for c in t.columns_of_version(2)] == ["run_id", "a"]
+    assert t.columns_of_version(3) == t.columns

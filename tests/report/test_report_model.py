@@ -304,6 +304,40 @@ def test_a_failed_report_never_fails_the_night(tmp_path, from_file, caplog):
     assert "report not written" in caplog.text and "audited" in caplog.text
 
 
+@pytest.mark.parametrize("ending", ["killed", "timed-out"])
+def test_a_report_process_killed_or_out_of_time_never_fails_the_night(tmp_path, monkeypatch, caplog, ending):
+    """The report process of `run` ends the way a memory-starved one does (SIGKILL, as the
+    kernel's OOM killer sends it) or outlives REPORT_TIMEOUT_S: write_fleet_report logs why and
+    returns None, so the night's exit code is the audit's. The child is a real process; only
+    the interpreter it is started with is replaced, by a script that does just that."""
+    import json
+    import signal
+    import sys
+    import time
+
+    import jobs.pipeline as pipeline
+    from jobs.config import load_config
+
+    script = tmp_path / "python"
+    body = "kill -KILL $$" if ending == "killed" else "exec sleep 60"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps({"warehouse": str(tmp_path / "wh"), "defaults": {"user": "audit"},
+                                "servers": [{"name": "a", "host": "a.db", "port": 3306}]}))
+    config = load_config(path)
+    monkeypatch.setattr(sys, "executable", str(script))
+    monkeypatch.setattr(pipeline, "REPORT_TIMEOUT_S", 2)
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="gtid_audit.pipeline"):
+        assert pipeline.write_fleet_report(config, "20261102T030000Z-x") is None
+    assert time.monotonic() - started < 30  # the timed-out child was not waited for
+    if ending == "killed":
+        assert f"killed by {signal.SIGKILL.name} (out of memory?)" in caplog.text
+    else:
+        assert "report not written" in caplog.text and "timed out after 2 seconds" in caplog.text
+
+
 def test_group_members_are_drawn_in_one_box_with_role_and_state():
     """A replication group's members are one dashed box (subgraph cluster) of the cluster's
     graph, each labelled with its role (ONLINE) or its state (otherwise); servers outside the
