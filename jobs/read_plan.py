@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from jobs.pairs import InventoryServer
+from jobs.pairs import InventoryServer, SourceResolver
 from jobs.server_spec import ServerSpec
 
 __all__ = ["Probe", "ReadPlan", "plan_read_order", "inventory_for_resolution"]
@@ -53,26 +53,22 @@ class ReadPlan:
 def plan_read_order(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) -> ReadPlan:
     """Order the reads so that every replica is read before its source (deepest first).
 
-    A channel's source is found by Source_UUID, else by Source_Host:Source_Port against each
-    server's host:port and aliases. depth(server) = 1 + max depth of its sources (0 without a
+    A channel's source is the one the checks will audit it against: :class:`jobs.pairs.SourceResolver`
+    (the job's one resolver, whose answer becomes ``channels.source_server``) over the run's
+    inventory and the probes (:func:`inventory_for_resolution`). A channel it cannot tell apart
+    between several servers orders the replica before each of them (the read-time resolution,
+    with fresher probes, may pick any). depth(server) = 1 + max depth of its sources (0 without a
     known source); cycles (circular replication) are cut where first met. Servers connected by
     replication form one group, read wave by wave from the deepest depth to 0.
     """
     names = [s.name for s in specs]
-    address_book: dict[tuple[str, int], str] = {}
-    for s in specs:
-        for addr in s.addresses():
-            address_book.setdefault(addr, s.name)
-    uuid_book = {p.server_uuid: n for n, p in probes.items() if p.server_uuid}
+    resolver = SourceResolver(inventory_for_resolution(specs, probes))
     sources: dict[str, set[str]] = {n: set() for n in names}
     for n in names:
         probe = probes.get(n)
         for host, port, uuid in (probe.sources if probe else ()):
-            src = uuid_book.get(uuid) if uuid else None
-            if src is None and host and port:
-                src = address_book.get((host.lower(), port))
-            if src is not None and src != n:
-                sources[n].add(src)
+            found = resolver.resolve(n, host, port, uuid)
+            sources[n] |= ({found.source} if found.source is not None else set(found.candidates)) - {n}
 
     depth: dict[str, int] = {}
 
@@ -125,7 +121,7 @@ def inventory_for_resolution(specs: Sequence[ServerSpec], probes: Mapping[str, P
         probe = probes.get(s.name)
         out.append(InventoryServer(
             name=s.name, host=s.host, port=s.port, cluster=s.cluster,
-            aliases=tuple(f"{h}:{p}" for h, p in s.aliases),
+            aliases=tuple(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in s.aliases),  # IPv6 in brackets
             server_uuid=probe.server_uuid if probe else None,
             hostname=probe.hostname if probe else None,
             reported_port=probe.reported_port if probe else None))

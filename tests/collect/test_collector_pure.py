@@ -103,6 +103,41 @@ def test_read_order_matches_aliases_and_survives_cycles():
     assert sorted(plan.depth.values()) == [0, 1]
 
 
+def test_read_order_follows_the_source_the_checks_will_audit():
+    """The plan resolves each channel with the job's SourceResolver, so the replica is read
+    before the server its pair is audited against: after a repoint whose new connection has not
+    yet happened, Source_UUID still names the old source while Source_Host:Source_Port names the
+    new one, and the checks (channels.source_server) take the address's server."""
+    specs = [spec("old-src", 1), spec("new-src", 2), spec("r", 3)]
+    probes = {"old-src": Probe("old-src", "u-old"), "new-src": Probe("new-src", "u-new"),
+              "r": Probe("r", "u-r", sources=(("127.0.0.1", 2, "u-old"),))}
+    plan = plan_read_order(specs, probes)
+    assert plan.read_order["r"] < plan.read_order["new-src"]
+    assert plan.depth["r"] == 1 and plan.depth["old-src"] == 0
+
+
+def test_read_order_reads_an_ambiguous_channels_replica_before_every_candidate():
+    """Two inventory servers behind one address and no Source_UUID to tell them apart: the
+    channel is unresolved for the checks, and the read order keeps the replica before both (a
+    read-time resolution with fresher probes may pick either)."""
+    specs = [spec("a", 1, aliases=(("vip", 3306),)), spec("b", 2, aliases=(("vip", 3306),)), spec("r", 3)]
+    probes = {"a": Probe("a", "ua"), "b": Probe("b", "ub"), "r": Probe("r", "ur", sources=(("vip", 3306, None),))}
+    plan = plan_read_order(specs, probes)
+    assert plan.read_order["r"] < plan.read_order["a"] and plan.read_order["r"] < plan.read_order["b"]
+
+
+def test_an_ipv6_alias_reaches_the_resolver_whole():
+    """An alias ('::1', 3307) is handed to the resolver as '[::1]:3307', not split at a colon of the address."""
+    from jobs.pairs import SourceResolver
+    from jobs.read_plan import inventory_for_resolution
+
+    specs = [spec("a", 1, aliases=(("fd00::7", 3307),)), spec("r", 2)]
+    [inv_a, _] = inventory_for_resolution(specs, {})
+    assert inv_a.aliases == ("[fd00::7]:3307",)
+    found = SourceResolver(inventory_for_resolution(specs, {})).resolve("r", "fd00::7", 3307, None)
+    assert found.source == "a"
+
+
 def _before(files: str, executed: str = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-100") -> PreviousBinlogs:
     return PreviousBinlogs("db1", "3E11FA47-71CA-11E1-9E33-C80AA9429562", executed, files)
 
