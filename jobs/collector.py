@@ -881,7 +881,7 @@ class ServerReader:
                      "cluster": spec.cluster}
         self.result = ServerResult(server={
             **self.base, "read_at": None, "host": spec.host, "port": spec.port,
-            "aliases": ",".join(f"{h}:{p}" for h, p in spec.aliases) or None,
+            "aliases": ",".join(spec.alias_texts()) or None,
             "discovered": spec.discovered, "status": "failed", "read_order": read_order,
             "topology_depth": topology_depth,
         })

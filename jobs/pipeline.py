@@ -130,9 +130,11 @@ def write_fleet_report(config: GtidAuditConfig, run_id: str):
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.warning("report not written: %s", exc)
         return None
-    if proc.returncode < 0:  # the kernel's OOM killer sends SIGKILL
-        log.warning("report not written: the report process was killed by %s (out of memory?)",
-                    _signal_name(-proc.returncode))
+    if proc.returncode < 0:
+        import signal
+
+        hint = " (out of memory? the kernel's OOM killer sends it)" if -proc.returncode == signal.SIGKILL else ""
+        log.warning("report not written: the report process was killed by %s%s", _signal_name(-proc.returncode), hint)
         return None
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]

@@ -11,6 +11,7 @@ servers. Standard library only.
 """
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -55,20 +56,24 @@ def plan_read_order(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) ->
 
     A channel's source is the one the checks will audit it against: :class:`jobs.pairs.SourceResolver`
     (the job's one resolver, whose answer becomes ``channels.source_server``) over the run's
-    inventory and the probes (:func:`inventory_for_resolution`). A channel it cannot tell apart
-    between several servers orders the replica before each of them (the read-time resolution,
-    with fresher probes, may pick any). depth(server) = 1 + max depth of its sources (0 without a
-    known source); cycles (circular replication) are cut where first met. Servers connected by
-    replication form one group, read wave by wave from the deepest depth to 0.
+    inventory and the probes (:func:`inventory_for_resolution`), by name, alias, IP address and
+    Source_UUID, but without DNS queries: planning on the driver never waits on a name server
+    (:func:`_numeric_getaddrinfo`). A channel that names its source by a host name the inventory
+    does not list falls back to its Source_UUID, as it does at read time when DNS has no answer.
+    A channel the resolver leaves unresolved is audited against no source and orders nothing.
+    depth(server) = 1 + max depth of its sources (0 without a known source); cycles (circular
+    replication) are cut where first met. Servers connected by replication form one group, read
+    wave by wave from the deepest depth to 0.
     """
     names = [s.name for s in specs]
-    resolver = SourceResolver(inventory_for_resolution(specs, probes))
+    resolver = SourceResolver(inventory_for_resolution(specs, probes), getaddrinfo=_numeric_getaddrinfo)
     sources: dict[str, set[str]] = {n: set() for n in names}
     for n in names:
         probe = probes.get(n)
         for host, port, uuid in (probe.sources if probe else ()):
-            found = resolver.resolve(n, host, port, uuid)
-            sources[n] |= ({found.source} if found.source is not None else set(found.candidates)) - {n}
+            found = resolver.resolve(n, host, port, uuid).source
+            if found is not None and found != n:
+                sources[n].add(found)
 
     depth: dict[str, int] = {}
 
@@ -113,6 +118,12 @@ def plan_read_order(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) ->
     return ReadPlan(tuple(groups), depth, read_order)
 
 
+def _numeric_getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):
+    """``socket.getaddrinfo`` for IP literals only (``AI_NUMERICHOST``): a host name is no address
+    here (``socket.gaierror``) rather than a DNS query."""
+    return socket.getaddrinfo(host, port, family, type, proto, flags | socket.AI_NUMERICHOST)
+
+
 def inventory_for_resolution(specs: Sequence[ServerSpec], probes: Mapping[str, Probe]) -> list[InventoryServer]:
     """What the source resolver knows of the run's servers: configured names, addresses and
     aliases, plus the probed server_uuid, hostname and port."""
@@ -121,7 +132,7 @@ def inventory_for_resolution(specs: Sequence[ServerSpec], probes: Mapping[str, P
         probe = probes.get(s.name)
         out.append(InventoryServer(
             name=s.name, host=s.host, port=s.port, cluster=s.cluster,
-            aliases=tuple(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in s.aliases),  # IPv6 in brackets
+            aliases=s.alias_texts(),
             server_uuid=probe.server_uuid if probe else None,
             hostname=probe.hostname if probe else None,
             reported_port=probe.reported_port if probe else None))

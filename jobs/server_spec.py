@@ -89,6 +89,11 @@ class ServerSpec:
         """Every (host, port) by which replicas may name this server."""
         return ((self.host.lower(), self.port),) + tuple(self.aliases)
 
+    def alias_texts(self) -> tuple[str, ...]:
+        """The aliases as ``host:port`` text, an IPv6 address in brackets (``[fd00::7]:3307``), as
+        ``jobs.pairs`` parses them back."""
+        return tuple(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.aliases)
+
     def secret_reference(self) -> str:
         """The reference kind and name, for messages (never the secret)."""
         return ("password_env=" + self.password_env if self.password_env else
@@ -108,7 +113,7 @@ class ServerSpec:
 
     def describe(self) -> str:
         """One line for ``config check``: no secret, only the reference kind."""
-        alias = (" aliases=" + ",".join(f"{h}:{p}" for h, p in self.aliases)) if self.aliases else ""
+        alias = (" aliases=" + ",".join(self.alias_texts())) if self.aliases else ""
         return (f"{self.name:<20} {self.host}:{self.port:<6} cluster={self.cluster or '-'} "
                 f"user={self.user} {self.secret_reference()} transport={self.transport()}{alias}")
 

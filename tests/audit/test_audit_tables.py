@@ -79,7 +79,8 @@ def write_run(spark, warehouse, run, *, repaired: bool):
         "channels": [channel(run, "r1", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5,\n{R1}:1-3"),
                      channel(run, "r2", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5"),
                      channel(run, "r4", 3306, GONE, f"{A}:1-100", f"{A}:1-100", host="ghost.invalid", source=None),
-                     channel(run, "r5", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5")]
+                     {**channel(run, "r5", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5"),
+                      "seconds_behind_source": 12}]
         + ([channel(run, "r3", 4000, A, f"{A}:1-100:audit_tag:1-5", f"{A}:1-100:audit_tag:1-5")] if repaired else []),
         "binary_logs": [binlog(run, n, f"{A}:1-10") for n in ("src", "r1", "r2", "r4", "r5")]
         + ([binlog(run, "r3", f"{A}:1-10")] if repaired else []),
@@ -142,6 +143,9 @@ def test_two_runs_find_resolve_and_alert(spark, tmp_path):
     assert {k: r["readiness_verdict"] for k, r in pairs.items()} == {
         "r1": verdicts[("src", "r1")], "r2": verdicts[("src", "r2")], "r4": None, "r5": verdicts[("src", "r5")]}
     assert all(r["reconnect"] is None for r in pairs.values())  # every pair has what its source has
+    lag = {r["server"]: r["seconds_behind_source"] for r in read_arrow(str(wh), "channels", "run1").to_pylist()}
+    assert {k: r["seconds_behind_source"] for k, r in pairs.items()} == {k: lag[k] for k in pairs}
+    assert pairs["r5"]["seconds_behind_source"] == 12
     assert sorted((r["server"], r["status"]) for r in read_arrow(str(wh), "report_servers", "run1").to_pylist()) == [
         ("r1", "ok"), ("r2", "ok"), ("r3", "failed"), ("r4", "ok"), ("r5", "ok"), ("src", "ok")]
     (orders,) = read_arrow(str(wh), "report_clusters", "run1").to_pylist()

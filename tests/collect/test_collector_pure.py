@@ -112,18 +112,45 @@ def test_read_order_follows_the_source_the_checks_will_audit():
     probes = {"old-src": Probe("old-src", "u-old"), "new-src": Probe("new-src", "u-new"),
               "r": Probe("r", "u-r", sources=(("127.0.0.1", 2, "u-old"),))}
     plan = plan_read_order(specs, probes)
-    assert plan.read_order["r"] < plan.read_order["new-src"]
+    [group] = [g for g in plan.groups if "r" in sum(g, ())]
+    assert "new-src" in sum(group, ()) and plan.read_order["r"] < plan.read_order["new-src"]
     assert plan.depth["r"] == 1 and plan.depth["old-src"] == 0
 
 
-def test_read_order_reads_an_ambiguous_channels_replica_before_every_candidate():
-    """Two inventory servers behind one address and no Source_UUID to tell them apart: the
-    channel is unresolved for the checks, and the read order keeps the replica before both (a
-    read-time resolution with fresher probes may pick either)."""
-    specs = [spec("a", 1, aliases=(("vip", 3306),)), spec("b", 2, aliases=(("vip", 3306),)), spec("r", 3)]
-    probes = {"a": Probe("a", "ua"), "b": Probe("b", "ub"), "r": Probe("r", "ur", sources=(("vip", 3306, None),))}
+@pytest.mark.parametrize("order", ["a,b,r", "a,r,b", "r,b,a"])
+def test_an_ambiguous_channel_orders_nothing_and_every_audited_pair_keeps_its_order(order):
+    """Two inventory servers behind one alias and no Source_UUID to tell them apart: the checks
+    audit that channel against no source, so it orders nothing; b, a replica of r by name, is
+    read before r whatever the inventory's order."""
+    by_name = {"a": spec("a", 1, aliases=(("vip", 3306),)), "b": spec("b", 2, aliases=(("vip", 3306),)),
+               "r": spec("r", 3)}
+    probes = {"a": Probe("a", "ua"), "b": Probe("b", "ub", sources=(("127.0.0.1", 3, "ur"),)),
+              "r": Probe("r", "ur", sources=(("vip", 3306, None),))}
+    plan = plan_read_order([by_name[n] for n in order.split(",")], probes)
+    [group] = [g for g in plan.groups if "r" in sum(g, ())]
+    assert "b" in sum(group, ()) and plan.read_order["b"] < plan.read_order["r"]
+    assert plan.depth["r"] == 0 and plan.depth["b"] == 1
+
+
+def test_planning_makes_no_dns_query(monkeypatch):
+    """A channel naming its source by a host name the inventory does not list is placed by its
+    Source_UUID, with no DNS query from the driver (a slow name server never stalls a night)."""
+    import socket
+
+    asked = []
+    real = socket.getaddrinfo
+
+    def recording(host, *args, **kwargs):
+        asked.append((host, args, kwargs))
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", recording)
+    specs = [spec("src", 1), spec("r", 2)]
+    probes = {"src": Probe("src", "u-src"), "r": Probe("r", "u-r", sources=(("db-src.example.internal", 3306, "u-src"),))}
     plan = plan_read_order(specs, probes)
-    assert plan.read_order["r"] < plan.read_order["a"] and plan.read_order["r"] < plan.read_order["b"]
+    assert plan.read_order["r"] < plan.read_order["src"]
+    flags = [a[4] if len(a) > 4 else kw.get("flags", 0) for _, a, kw in asked]
+    assert asked and all(f & socket.AI_NUMERICHOST for f in flags)
 
 
 def test_an_ipv6_alias_reaches_the_resolver_whole():

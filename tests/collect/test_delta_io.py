@@ -197,6 +197,47 @@ def test_a_version_that_only_added_columns_upgrades_the_table_in_place(spark, tm
     assert read_arrow(wh, "grows").num_rows == 3
 
 
+def test_an_upgrade_adds_adjacent_and_leading_columns_and_needs_no_marker(spark, tmp_path):
+    """Columns added side by side (the second AFTER the first, in one statement) and one added
+    first land where the schema has them; a table whose newest commits carry no version marker
+    (maintenance only) is recognised by its columns; read_arrow of a table not yet upgraded
+    reads the new columns as NULL."""
+    from delta.tables import DeltaTable as SparkDelta
+
+    wh = str(tmp_path)
+    run, date = Column("run_id", LogicalType.STRING, False, "r"), Column("run_date", LogicalType.DATE, False, "d")
+    a = Column("a", LogicalType.INT64, True, "a")
+    v1 = TableSchema(name="grows2", version=1, columns=(run, date, a), description="t")
+    write_run_rows(spark, v1, [{"run_id": "r1", "run_date": dt.date(2024, 1, 1), "a": 1}], warehouse=wh, run_id="r1")
+    for _ in range(3):  # commits without the marker
+        SparkDelta.forPath(spark, str(tmp_path / "grows2")).delete("run_id = 'nothing'")
+    spark.sql(f"OPTIMIZE delta.`{tmp_path / 'grows2'}`")
+    first = Column("first_col", LogicalType.STRING, True, "it's \\ `odd`", since=2)
+    b, c = Column("b", LogicalType.INT64, True, "b", since=2), Column("c", LogicalType.BOOL, True, "c", since=2)
+    v2 = TableSchema(name="grows2", version=2, upgrades_from=1, description="t",
+                     columns=(first, run, date, a, b, c))
+    import jobs.delta_io as delta_io
+
+    real, history = delta_io._version_from_history, []
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(delta_io, "_version_from_history", lambda h: history.append(real(h)) or None)
+    monkey.setattr(delta_io, "get_table", lambda name: v2)  # the registered schema is already version 2
+    try:
+        before = read_arrow(wh, "grows2").to_pylist()
+        assert before == [{"first_col": None, "run_id": "r1", "run_date": dt.date(2024, 1, 1), "a": 1, "b": None,
+                           "c": None}]
+        # as if no marker were among the newest commits
+        write_run_rows(spark, v2, [{"run_id": "r2", "run_date": dt.date(2024, 1, 2), "a": 2, "b": 3, "c": True,
+                                    "first_col": "x"}], warehouse=wh, run_id="r2")
+    finally:
+        monkey.undo()
+    assert history == [1]
+    table = DeltaTable(str(tmp_path / "grows2"))
+    assert [f.name for f in table.schema().fields] == ["first_col", "run_id", "run_date", "a", "b", "c"]
+    rows = sorted(read_arrow(wh, "grows2").to_pylist(), key=lambda r: r["run_id"])
+    assert [(r["first_col"], r["a"], r["b"], r["c"]) for r in rows] == [(None, 1, None, None), ("x", 2, 3, True)]
+
+
 def test_not_null_columns_are_enforced_by_delta(spark, tmp_path):
     """A NULL in a NOT NULL column, arriving from the executors, is refused by Delta itself."""
     row = error_rows("r1", 1)[0]
