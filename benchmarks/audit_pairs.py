@@ -12,7 +12,8 @@ relay-log tail (``relay_tail_events`` NULL: "not read"), the common case of a he
 Tables are built with pyarrow in the collection schemas (``schemas.collection``), with each
 channel's ``source_server`` filled as the collector's resolver writes it, and written to a Delta
 warehouse with delta-spark; the stage timed is the whole ``jobs.audit.audit_run``: reading the
-snapshot tables, the pair joins grouped by source, the checks and the failover model over Arrow
+snapshot tables, the pair joins (rows of up to 16 pairs of a source, and one row per source for
+the failover model), the checks and the failover model over Arrow
 batches, history, and the Delta commits of findings, alerts, failover_readiness, uuid_registry and
 run_summary. Figures: seconds, microseconds per pair, pairs per second. The numbers are recorded
 in docs/benchmarks.md (section "Audit stage per pair").

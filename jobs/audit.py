@@ -5,10 +5,11 @@ Arrow batches (``jobs.audit_tasks``); rows stay on the executors:
 
 1. snapshots: ``servers`` + ``binary_logs`` -> one snapshot row per readable server;
 2. pairs: ``channels`` whose ``source_server`` the collector resolved, joined with the replica's
-   snapshot and relay-log tail, grouped by source and joined with the source's snapshot (its
-   binary-log headers travel once per source) -> ``source_batches``, one pass per source: the
-   pair checks' and the failover model's findings, the ``failover_readiness`` rows and the
-   report's purge horizons, cached once and read three times; replication groups the same way
+   snapshot and relay-log tail, cut into rows of at most 16 pairs of one source and joined with
+   the source's snapshot (its binary-log headers travel once per row) -> ``pair_batches``: the
+   pair checks' findings and the report's purge horizons; the same pairs without relay tails,
+   one row per source with its snapshot -> ``failover_batches``: the failover model, computed once per source,
+   its findings and ``failover_readiness`` rows; replication groups likewise
    (``group_batches``: group findings and the elected member's readiness rows);
 3. servers: each snapshot with the previous audited run's -> ``check_server_batches``;
    identities: the snapshots grouped by server_uuid, and by (replication group, server_id) with
@@ -139,40 +140,80 @@ def uuid_owner_frame(snapshots_df, channels_df, registry_df):
                                                            F.col("_o").alias("server"))).alias("uuid_owners")))
 
 
-def source_frame(snapshots_df, channels_df, relay_df, owners_df=None):
-    """One row per source with at least one readable replica channel resolved to it:
-    ``source_snapshot`` (with its binary logs) and ``pairs`` (``channel``, ``replica`` without
-    binary logs, ``relay_tail``, ``all_channels`` and, when ``owners_df`` (:func:`uuid_owner_frame`)
-    is given, ``uuid_owners``)."""
+#: Pairs per row of :func:`pair_frame`: a source with hundreds of replicas is cut into rows of at
+#: most this many pairs, each row with the source's snapshot (binary-log headers included), so a
+#: row's size does not grow with the source's fan-out and the headers travel once per 16 pairs.
+PAIRS_PER_ROW = 16
+
+
+def _resolved_pairs(snapshots_df, channels_df):
+    """One row per channel the collector resolved to a source (``channels.source_server``) whose
+    replica is readable: ``source_server``, ``server``, ``channel_name``, ``channel`` (the
+    channel's columns), ``replica`` (its snapshot without binary logs) and ``all_channels``
+    (every channel of the replica with its source's gtid_executed: multi-source replicas)."""
     from pyspark.sql import functions as F
 
     rep_cols = [c for c in snapshots_df.columns if c != "binary_logs"]
     rep = snapshots_df.select(F.col("server").alias("_rep"), F.struct(*rep_cols).alias("replica"))
-    src = snapshots_df.select(F.col("server").alias("_src"),
-                              F.struct(*snapshots_df.columns).alias("source_snapshot"))
-    tail = relay_df.groupBy("server", "channel_name").agg(
-        F.collect_list(F.struct(*_TAIL_FIELDS)).alias("relay_tail"))
     wanted = [c for c in audit_tasks._CHANNEL_COLUMNS if c in channels_df.columns]
     ch = channels_df.where(F.col("source_server").isNotNull()).select(
         "server", "channel_name", "source_server", F.struct(*wanted).alias("channel"))
-    # every channel of each replica, with its source's gtid_executed (multi-source replicas)
     src_exec = snapshots_df.select(F.col("server").alias("_s"), F.col("gtid_executed").alias("source_gtid_executed"))
     every = (channels_df.select("server", "channel_name", "retrieved_gtid_set", "source_server")
              .join(src_exec, F.col("source_server") == F.col("_s"), "left")
              .groupBy("server")
              .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_gtid_executed"))
                   .alias("all_channels")))
-    pairs = (ch.join(tail, ["server", "channel_name"], "left")
-             .join(every, "server", "left")
-             .join(rep, F.col("server") == F.col("_rep"), "inner"))
+    return (ch.join(every, "server", "left")
+            .join(rep, F.col("server") == F.col("_rep"), "inner").drop("_rep"))
+
+
+def _with_source(grouped_df, snapshots_df, columns: Sequence[str]):
+    """``grouped_df`` (``source_server``, ``pairs``) joined with its readable source's snapshot
+    (``columns`` of it) as ``source_snapshot``."""
+    from pyspark.sql import functions as F
+
+    src = snapshots_df.select(F.col("server").alias("_src"), F.struct(*columns).alias("source_snapshot"))
+    return (grouped_df.join(src, F.col("source_server") == F.col("_src"), "inner")
+            .select("source_snapshot", "pairs"))
+
+
+def pair_frame(snapshots_df, channels_df, relay_df, owners_df=None, *, pairs_per_row: int = PAIRS_PER_ROW):
+    """The pair checks' input: rows of ``source_snapshot`` (with its binary logs) and ``pairs``,
+    at most ``pairs_per_row`` of the pairs resolved to it (``channel``, ``replica`` without binary
+    logs, ``relay_tail``, ``all_channels`` and, when ``owners_df`` (:func:`uuid_owner_frame`) is
+    given, ``uuid_owners``). A source's pairs are numbered in (replica, channel) order and cut
+    into consecutive rows: no row grows with the source's fan-out (issue #19)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    numbered = Window.partitionBy("source_server").orderBy("server", "channel_name")
+    tail = relay_df.groupBy("server", "channel_name").agg(
+        F.collect_list(F.struct(*_TAIL_FIELDS)).alias("relay_tail"))
+    pairs = (_resolved_pairs(snapshots_df, channels_df)
+             .withColumn("_slice", F.floor((F.row_number().over(numbered) - 1) / pairs_per_row))
+             .join(tail, ["server", "channel_name"], "left"))
     fields = ["channel", "replica", "relay_tail", "all_channels"]
     if owners_df is not None:
         pairs = pairs.join(owners_df.select(F.col("server").alias("_own"), "uuid_owners"),
                            F.col("server") == F.col("_own"), "left")
         fields.append("uuid_owners")
-    grouped = pairs.groupBy("source_server").agg(F.collect_list(F.struct(*fields)).alias("pairs"))
-    return (grouped.join(src, F.col("source_server") == F.col("_src"), "inner")
-            .select("source_snapshot", "pairs"))
+    grouped = pairs.groupBy("source_server", "_slice").agg(F.collect_list(F.struct(*fields)).alias("pairs"))
+    return _with_source(grouped, snapshots_df, snapshots_df.columns)
+
+
+def failover_frame(snapshots_df, channels_df):
+    """The failover model's input: one row per source with at least one readable replica channel
+    resolved to it, ``source_snapshot`` (with its binary logs: whether the old source already
+    refuses a sibling is its reconnect model over them, ``gtid_core.failover``) and ``pairs``,
+    every such channel with ``channel``, ``replica`` and ``all_channels``: no relay tail and no
+    replica's header, so a row holds one source's headers and its replicas' GTID sets, and grows
+    with the fan-out by a few sets per replica."""
+    from pyspark.sql import functions as F
+
+    grouped = (_resolved_pairs(snapshots_df, channels_df).groupBy("source_server")
+               .agg(F.collect_list(F.struct("channel", "replica", "all_channels")).alias("pairs")))
+    return _with_source(grouped, snapshots_df, snapshots_df.columns)
 
 
 _GROUP_FIELDS = ("group_name", "view_change_uuid", "single_primary_mode", "member_weight", "member_state",
@@ -185,7 +226,7 @@ def group_frame(snapshots_df, group_df, members_df, channels_df):
     ``members``, each a readable member's snapshot (with its binary logs), its group settings and
     state (``group_replication``), its view (``group_members`` rows it reported), the
     Retrieved_Gtid_Set of its asynchronous channels and its asynchronous ``replicas`` (channel
-    and replica snapshot, as in :func:`source_frame`). A row holds one group's members (a groupBy
+    and replica snapshot, as in :func:`pair_frame`). A row holds one group's members (a groupBy
     on the group name): a group has at most nine."""
     from pyspark.sql import functions as F
 
@@ -273,11 +314,16 @@ def _source_output_spark_schema():
         for name in audit_tasks.SOURCE_OUTPUTS])
 
 
-def source_output_frame(sources_df, *, run_id: str | None = None, run_date=None):
-    """One pass over :func:`source_frame` (``jobs.audit_tasks.source_batches``): findings,
-    ``failover_readiness`` rows and purge horizons, tagged by ``output``; read them with
-    :func:`output_of` (persist it first when more than one is read)."""
-    return sources_df.mapInArrow(functools.partial(audit_tasks.source_batches, run_id=run_id, run_date=run_date),
+def pair_output_frame(pairs_df):
+    """The pair checks over :func:`pair_frame` (``jobs.audit_tasks.pair_batches``): findings and
+    purge horizons, tagged by ``output``; read them with :func:`output_of` (persist it first)."""
+    return pairs_df.mapInArrow(audit_tasks.pair_batches, _source_output_spark_schema())
+
+
+def failover_output_frame(sources_df, *, run_id: str | None = None, run_date=None):
+    """The failover model over :func:`failover_frame` (``jobs.audit_tasks.failover_batches``),
+    computed once per source: its findings and ``failover_readiness`` rows, tagged by ``output``."""
+    return sources_df.mapInArrow(functools.partial(audit_tasks.failover_batches, run_id=run_id, run_date=run_date),
                                  _source_output_spark_schema())
 
 
@@ -307,7 +353,7 @@ def job_finding_frames(servers_df, errors_df, channels_df, registry_df):
 def report_input_frames(servers_df, channels_df, horizon_df, readiness_df, findings_df, *, run_id: str, run_date):
     """The report's input tables (``schemas/report.py``) as DataFrames, made on the executors:
     ``report_pairs`` (every channel with its resolved source, both ends' status, its
-    Seconds_Behind_Source, the purge margin from ``horizon_df`` (:func:`jobs.audit_tasks.source_outputs`) and the
+    Seconds_Behind_Source, the purge margin from ``horizon_df`` (:func:`jobs.audit_tasks.pair_outputs`) and the
     candidate's verdict from the written ``failover_readiness``), ``report_servers`` (the
     inventory's servers and those known only from a finding) and ``report_clusters`` (per
     cluster label: size, failures, pairs, open findings and risk). Returns the three frames in
@@ -389,7 +435,7 @@ def write_report_inputs(spark, warehouse: str, *, run_id: str, run_date, servers
                         horizon_df, group_df=None) -> None:
     """Write the report's input tables of a run (``schemas/report.py``), one commit each, from the
     run's ``servers``, ``channels`` and ``group_replication`` (``group_df``; None: no group), the
-    purge horizons (``horizon_df``: the ``horizon`` output of :func:`jobs.audit_tasks.source_batches`)
+    purge horizons (``horizon_df``: the ``horizon`` output of :func:`jobs.audit_tasks.pair_batches`)
     and the already written ``findings`` and ``failover_readiness`` of the run (read back, not
     recomputed)."""
     from jobs.delta_io import write_run_frame
@@ -761,10 +807,14 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
                       if previous_run_id else None)
     # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
-    sources = source_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry))
-    # one pass over each source: pair checks, failover model, purge horizons (cached: three readers)
-    source_out = source_output_frame(sources, run_id=run_id, run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
-    pair_findings, readiness, horizon = (output_of(source_out, name) for name in audit_tasks.SOURCE_OUTPUTS)
+    pairs = pair_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry))
+    # pair checks and purge horizons per slice of a source's pairs; the failover model once per
+    # source, without relay tails or headers (each output cached: two readers)
+    pair_out = pair_output_frame(pairs).persist(StorageLevel.MEMORY_AND_DISK)
+    failover_out = failover_output_frame(failover_frame(snaps, channels), run_id=run_id,
+                                         run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
+    pair_findings = output_of(pair_out, "finding").unionByName(output_of(failover_out, "finding"))
+    readiness, horizon = output_of(failover_out, "readiness"), output_of(pair_out, "horizon")
     server_findings = server_frame(snaps, previous_snaps).mapInArrow(
         audit_tasks.check_server_batches, _raw_spark_schema())
     collection, resolution = job_finding_frames(servers, errors, channels, registry)
@@ -809,7 +859,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         for df in (joined, current):
             df.unpersist()
         groups.unpersist()
-        for df in (source_out, group_out, snaps, registry, replication_groups):
+        for df in (pair_out, failover_out, group_out, snaps, registry, replication_groups):
             df.unpersist()
         rules_b.destroy()
 

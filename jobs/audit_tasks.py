@@ -8,9 +8,10 @@ calls these functions and writes what they return.
 * converters: table rows -> gtid_core snapshots (:func:`server_snapshot`, :func:`channel_snapshot`,
   :func:`relay_tail_rows`, :func:`identity_server`), the one place where table column names meet
   the server's;
-* checks: :func:`source_batches` (one row per source with all its pairs, one pass: the source's
-  binary-log headers are parsed and its failover model computed once, findings, readiness rows
-  and purge horizons out), :func:`group_batches`, :func:`check_server_batches`,
+* checks: :func:`pair_batches` (rows of up to 16 pairs of one source with its binary-log
+  headers: the pair checks' findings and purge horizons), :func:`failover_batches` (one row per
+  source with its replicas, no relay tail or header: the failover model computed once, its
+  findings and readiness rows), :func:`group_batches`, :func:`check_server_batches`,
   :func:`identity_batches` (one row per shared server_uuid or server_id);
 * job findings: :func:`collection_finding_batches`, :func:`resolution_finding_batches`;
 * the findings of a run: :func:`finalize_batches` (one row per key, silences) and
@@ -33,8 +34,10 @@ __all__ = [
     "channel_snapshot",
     "relay_tail_rows",
     "collection_findings",
-    "source_batches",
-    "source_outputs",
+    "pair_batches",
+    "pair_outputs",
+    "failover_batches",
+    "failover_outputs",
     "check_server_batches",
     "collection_finding_batches",
     "resolution_finding_batches",
@@ -358,20 +361,23 @@ def apply_silences(rows: Sequence[Mapping[str, Any]], silences: Sequence[Silence
 
 
 
-#: What one pass over a source row yields (:func:`source_batches`): the pair and failover
-#: checks' findings, the ``failover_readiness`` rows and the report's purge horizons.
+#: The outputs of the source passes (:func:`pair_batches`: finding, horizon;
+#: :func:`failover_batches`: finding, readiness), tagged in one Arrow schema.
 SOURCE_OUTPUTS = ("finding", "readiness", "horizon")
 _FLUSH_ROWS = 4096   # rows per Arrow batch out: a source with hundreds of replicas is cut, not held whole
 #: Input rows turned into Python objects at a time: an Arrow batch holds up to
-#: ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000) source rows, each with up to 500
-#: binary-log headers and every replica's snapshot; as Python dicts that is gigabytes.
+#: ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000) rows, each with up to 500
+#: binary-log headers and replica snapshots; as Python dicts that is gigabytes.
 _SLICE_ROWS = 64
+#: The same for :func:`pair_batches`, whose rows carry up to 16 relay-log tails of up to 2,000
+#: events each: 8 rows is at most 128 pairs in a worker at a time.
+_PAIR_SLICE_ROWS = 8
 
 
 def source_output_arrow_schema():
-    """The Arrow schema of :func:`source_batches`' rows: ``output`` (one of
-    :data:`SOURCE_OUTPUTS`) and one nullable struct per output, only that one set; every field
-    nullable (``jobs.audit`` selects each struct's fields back into its table's schema)."""
+    """The Arrow schema of :func:`pair_batches`' and :func:`failover_batches`' rows: ``output``
+    (one of :data:`SOURCE_OUTPUTS`) and one nullable struct per output, only that one set; every
+    field nullable (``jobs.audit`` selects each struct's fields back into its table's schema)."""
     import pyarrow as pa
 
     parts = {"finding": _raw_arrow_schema(), "readiness": _arrow_schema("failover_readiness"),
@@ -381,33 +387,38 @@ def source_output_arrow_schema():
                         for name in SOURCE_OUTPUTS])
 
 
-def source_batches(batches: Iterator[Any], *, run_id: str | None = None, run_date: Any = None,
-                   registry: Any = None) -> Iterator[Any]:
-    """mapInArrow body: one input row per source (``source_snapshot``: its servers row with its
-    ``binary_logs``; ``pairs``: one struct per replica channel resolved to it, with ``channel``,
-    ``replica``, ``relay_tail``, ``all_channels`` and ``uuid_owners``), and one pass over it:
-    the source's snapshot, binary-log headers included, and each replica's are parsed once, the
-    failover model is computed once, and :func:`source_outputs` says what comes out
-    (:func:`source_output_arrow_schema`; at most ``_FLUSH_ROWS`` rows per batch out).
-    ``registry`` (server_uuid -> server, or a broadcast of it), when given, names errant UUIDs'
-    owners instead of each pair's ``uuid_owners``."""
+def pair_batches(batches: Iterator[Any], *, registry: Any = None) -> Iterator[Any]:
+    """mapInArrow body of the pair checks: input rows of ``source_snapshot`` (its servers row
+    with its ``binary_logs``) and ``pairs`` (up to 16 replica channels resolved to it, each with
+    ``channel``, ``replica``, ``relay_tail``, ``all_channels`` and ``uuid_owners``;
+    ``jobs.audit.pair_frame``); :func:`pair_outputs` says what comes out. ``registry``
+    (server_uuid -> server, or a broadcast of it), when given, names errant UUIDs' owners
+    instead of each pair's ``uuid_owners``."""
     fixed = dict(getattr(registry, "value", registry)) if registry is not None else None
-    return _tagged_batches(batches, lambda r, cache: source_outputs(r, cache, run_id=run_id, run_date=run_date,
-                                                                    registry=fixed))
+    return _tagged_batches(batches, lambda r, cache: pair_outputs(r, cache, registry=fixed),
+                           slice_rows=_PAIR_SLICE_ROWS)
 
 
-def _tagged_batches(batches: Iterator[Any], outputs_of) -> Iterator[Any]:
+def failover_batches(batches: Iterator[Any], *, run_id: str | None = None, run_date: Any = None) -> Iterator[Any]:
+    """mapInArrow body of the failover model: one input row per source (``source_snapshot``,
+    ``pairs``: every replica channel resolved to it; ``jobs.audit.failover_frame``);
+    :func:`failover_outputs` says what comes out."""
+    return _tagged_batches(batches, lambda r, cache: failover_outputs(r, cache, run_id=run_id, run_date=run_date))
+
+
+def _tagged_batches(batches: Iterator[Any], outputs_of, *, slice_rows: int | None = None) -> Iterator[Any]:
     """Arrow batches of ``outputs_of(row, snapshot cache)``'s (output, row) pairs for each input
-    row, at most ``_FLUSH_ROWS`` per batch. Input rows become Python objects ``_SLICE_ROWS`` at a
-    time, and the snapshot cache lives for one slice."""
+    row, at most ``_FLUSH_ROWS`` per batch. Input rows become Python objects ``slice_rows``
+    (default ``_SLICE_ROWS``) at a time, and the snapshot cache lives for one slice."""
     import pyarrow as pa
 
     schema = source_output_arrow_schema()
+    step = slice_rows or _SLICE_ROWS
     for batch in batches:
         out: list[dict[str, Any]] = []
-        for start in range(0, batch.num_rows, _SLICE_ROWS):
+        for start in range(0, batch.num_rows, step):
             cache = _SnapshotCache()
-            for r in batch.slice(start, _SLICE_ROWS).to_pylist():
+            for r in batch.slice(start, step).to_pylist():
                 for output, row in outputs_of(r, cache):
                     out.append({"output": output, output: row})
                     if len(out) >= _FLUSH_ROWS:
@@ -417,37 +428,54 @@ def _tagged_batches(batches: Iterator[Any], outputs_of) -> Iterator[Any]:
             yield pa.RecordBatch.from_pylist(out, schema=schema)
 
 
-def source_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *, run_id: str | None, run_date: Any,
-                   registry: Mapping[str, str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Everything one source row gives, as (output, row) pairs:
+def _sorted_pairs(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    # collect_list's order follows the shuffle: sorted, the texts that list siblings are the same every night
+    return sorted(r["pairs"] or [], key=lambda p: (p["replica"]["server"], p["channel"].get("channel_name") or ""))
 
-    * ``finding``: the failover findings of its replicas (:func:`gtid_core.failover.failover_findings`)
-      and each pair's checks (:func:`gtid_core.checks.run_pair_checks`); an unparseable source or
-      replica is one ``snapshot_invalid`` per pair, never a failed task;
-    * ``readiness``: its ``failover_readiness`` rows, from the same model;
+
+def failover_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *, run_id: str | None,
+                     run_date: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """What one source's failover model gives, as (output, row) pairs: ``finding``, the
+    failover findings of its replicas (:func:`gtid_core.failover.failover_findings`), and
+    ``readiness``, its ``failover_readiness`` rows, both from one model. Nothing when the source
+    or a replica cannot be parsed: :func:`pair_outputs` gives those pairs snapshot_invalid."""
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.failover import failover_findings, failover_rows
+
+    src = r["source_snapshot"]
+    try:
+        source = server_snapshot(src)
+    except GtidCoreError:
+        return
+    model = _failover_model(source, src, _sorted_pairs(r), replicas)
+    if model is None:
+        return
+    cluster = src.get("cluster")
+    for f in failover_findings(model):
+        yield "finding", _finding_to_row(f, cluster)
+    for row in failover_rows(model, run_id=run_id, run_date=run_date, cluster=cluster):
+        yield "readiness", row
+
+
+def pair_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *,
+                 registry: Mapping[str, str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """What the pairs of one input row give, as (output, row) pairs:
+
+    * ``finding``: each pair's checks (:func:`gtid_core.checks.run_pair_checks`); an unparseable
+      source or replica is one ``snapshot_invalid`` per pair, never a failed task;
     * ``horizon``: per pair whose replica lacks something, what a reconnect would do now
       (:func:`purge_horizon`), for the report's ``report_pairs``.
     """
     from gtid_core.checks import FleetContext, run_pair_checks
     from gtid_core.errors import GtidCoreError
-    from gtid_core.failover import failover_findings, failover_rows
     from gtid_core.relay_log import events_from_rows
 
     src = r["source_snapshot"]
-    # collect_list's order follows the shuffle: sorted, the texts that list siblings are the same every night
-    pairs = sorted(r["pairs"] or [], key=lambda p: (p["replica"]["server"], p["channel"].get("channel_name") or ""))
     try:
         source, source_error = server_snapshot(src), None
     except GtidCoreError as exc:
         source, source_error = None, exc
-    model = _failover_model(source, src, pairs, replicas) if source is not None else None
-    if model is not None:
-        cluster = src.get("cluster")
-        for f in failover_findings(model):
-            yield "finding", _finding_to_row(f, cluster)
-        for row in failover_rows(model, run_id=run_id, run_date=run_date, cluster=cluster):
-            yield "readiness", row
-    for pair in pairs:
+    for pair in _sorted_pairs(r):
         rep, ch = pair["replica"], pair["channel"]
         name = ch.get("channel_name") or ""
         if source_error is not None:
@@ -566,7 +594,7 @@ def _failover_model(source: Any, src: Mapping[str, Any], pairs: Sequence[Mapping
     return model_failover(source, replicas, source_name=src["server"]) if replicas else None
 
 
-#: Columns of the ``horizon`` output of :func:`source_outputs` (report_pairs' purge-horizon part, keyed by pair).
+#: Columns of the ``horizon`` output of :func:`pair_outputs` (report_pairs' purge-horizon part, keyed by pair).
 HORIZON_COLUMNS = ("replica", "channel", "source", "lacking_count", "purge_margin", "binary_logs", "start_file",
                    "reconnect")
 

@@ -156,6 +156,11 @@ def table_exists(spark, warehouse: str, name: str) -> bool:
     return bool(DeltaTable.isDeltaTable(spark, table_uri(warehouse, name)))
 
 
+def _fields(columns: Sequence[Column]) -> list[tuple[str, bool]]:
+    """(name, nullable) of each column: what a table's schema is compared on."""
+    return [(c.name, c.nullable) for c in columns]
+
+
 def _check_existing(schema: TableSchema, history: list[Mapping[str, Any]],
                     fields: list[tuple[str, bool]]) -> tuple[Column, ...]:
     """The columns to add to a table written with an earlier version of ``schema`` that it
@@ -163,11 +168,11 @@ def _check_existing(schema: TableSchema, history: list[Mapping[str, Any]],
     nullable columns); () when the table is already this version's. A table of any other
     version or column list is refused."""
     found = _version_from_history(history)
-    wanted = [(c.name, c.nullable) for c in schema.columns]
+    wanted = _fields(schema.columns)
     if found is None and fields != wanted and schema.upgrades_from is not None:
         # no marker among the newest commits (maintenance only, for a while): the columns say
         found = next((v for v in range(schema.version - 1, schema.upgrades_from - 1, -1)
-                      if fields == [(c.name, c.nullable) for c in schema.columns_of_version(v)]), None)
+                      if fields == _fields(schema.columns_of_version(v))), None)
     if found is not None and found != schema.version:
         upgradable = schema.upgrades_from is not None and schema.upgrades_from <= found < schema.version
         if not upgradable:
@@ -178,10 +183,10 @@ def _check_existing(schema: TableSchema, history: list[Mapping[str, Any]],
         if fields == wanted:  # added by an earlier attempt whose write did not commit
             return ()
         earlier = schema.columns_of_version(found)
-        if fields != [(c.name, c.nullable) for c in earlier]:
+        if fields != _fields(earlier):
             raise SchemaMismatchError(
                 f"table {schema.name!r} has columns {fields!r}, schema version {found} "
-                f"had {[(c.name, c.nullable) for c in earlier]!r}: it cannot be upgraded to version "
+                f"had {_fields(earlier)!r}: it cannot be upgraded to version "
                 f"{schema.version} in place"
             )
         return tuple(c for c in schema.columns if c.since > found)

@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,8 +132,6 @@ def write_fleet_report(config: GtidAuditConfig, run_id: str):
         log.warning("report not written: %s", exc)
         return None
     if proc.returncode < 0:
-        import signal
-
         hint = " (out of memory? the kernel's OOM killer sends it)" if -proc.returncode == signal.SIGKILL else ""
         log.warning("report not written: the report process was killed by %s%s", _signal_name(-proc.returncode), hint)
         return None
@@ -145,8 +144,6 @@ def write_fleet_report(config: GtidAuditConfig, run_id: str):
 
 
 def _signal_name(number: int) -> str:
-    import signal
-
     try:
         return signal.Signals(number).name
     except ValueError:

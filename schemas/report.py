@@ -33,8 +33,9 @@ REPORT_PAIRS = register(TableSchema(
         C("source_status", L.STRING, True, "servers.status of the source; NULL when unresolved"),
         C("sql_delay", L.INT64, True, "the channel's SOURCE_DELAY (SQL_Delay) in seconds"),
         C("seconds_behind_source", L.INT64, True, "the channel's Seconds_Behind_Source as read (a delayed "
-                                                  "replica's includes its SOURCE_DELAY); NULL when unknown "
-                                                  "(the applier stopped)", since=2),
+                                                  "replica's includes its SOURCE_DELAY); NULL when unknown: "
+                                                  "the applier stopped, or it caught up with a stopped "
+                                                  "receiver", since=2),
         C("lacking_count", L.INT64, True, "transactions of the source the replica lacks (would request on a "
                                           "reconnect); NULL when unknown or when it lacks none"),
         C("purge_margin", L.INT32, True, "binary logs the source can still purge before it refuses the replica "

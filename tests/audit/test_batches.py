@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from jobs.audit_tasks import check_server_batches, source_batches
+from jobs.audit_tasks import check_server_batches, failover_batches, pair_batches
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
@@ -26,7 +26,7 @@ def pair(replica, channel, all_channels=None):
 
 
 def source(src, *pairs):
-    """One input row of source_batches: a source and every pair resolved to it."""
+    """One input row of pair_batches and failover_batches: a source and every pair resolved to it."""
     return {"source_snapshot": src, "pairs": list(pairs)}
 
 
@@ -36,11 +36,16 @@ def run(rows, body, *args):
 
 
 def outputs(rows, registry):
-    """source_batches' rows, by output: {'finding': [...], 'readiness': [...], 'horizon': [...]}."""
+    """pair_batches' and failover_batches' rows, by output: {'finding': [...], 'readiness': [...],
+    'horizon': [...]}; the pair pass yields no readiness row, the failover pass no horizon."""
     out = {"finding": [], "readiness": [], "horizon": []}
-    for batch in source_batches(iter([pa.RecordBatch.from_pylist(rows)]), registry=registry):
-        for r in batch.to_pylist():
-            out[r["output"]].append(r[r["output"]])
+    passes = {"pair": pair_batches(iter([pa.RecordBatch.from_pylist(rows)]), registry=registry),
+              "failover": failover_batches(iter([pa.RecordBatch.from_pylist(rows)]))}
+    for name, batches in passes.items():
+        for batch in batches:
+            for r in batch.to_pylist():
+                assert r["output"] != ("readiness" if name == "pair" else "horizon")
+                out[r["output"]].append(r[r["output"]])
     return out
 
 
@@ -104,8 +109,8 @@ def test_an_unparseable_source_fails_each_of_its_pairs_not_the_batch():
 
 
 def test_one_pass_gives_findings_readiness_and_horizons_from_one_model():
-    """source_batches parses a source once and yields, from the same failover model, its
-    findings and its failover_readiness rows, and the purge horizon of the replica that lacks
+    """failover_batches yields, from the same failover model, a source's findings and its
+    failover_readiness rows; pair_batches the purge horizon of the replica that lacks
     transactions; a source with many replicas comes out in batches of at most _FLUSH_ROWS rows."""
     import jobs.audit_tasks as tasks
 
@@ -140,7 +145,7 @@ def test_one_pass_gives_findings_readiness_and_horizons_from_one_model():
     old = tasks._FLUSH_ROWS
     tasks._FLUSH_ROWS = 50
     try:
-        sizes = [b.num_rows for b in source_batches(iter([pa.RecordBatch.from_pylist(many)]), registry={})]
+        sizes = [b.num_rows for b in failover_batches(iter([pa.RecordBatch.from_pylist(many)]))]
     finally:
         tasks._FLUSH_ROWS = old
     assert sum(sizes) >= 11 * 11 and max(sizes) <= 50
