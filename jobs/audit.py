@@ -168,12 +168,12 @@ def _resolved_pairs(snapshots_df, channels_df):
             .join(rep, F.col("server") == F.col("_rep"), "inner").drop("_rep"))
 
 
-def _with_source(grouped_df, snapshots_df, columns: Sequence[str]):
-    """``grouped_df`` (``source_server``, ``pairs``) joined with its readable source's snapshot
-    (``columns`` of it) as ``source_snapshot``."""
+def _with_source(grouped_df, snapshots_df):
+    """``grouped_df`` (``source_server``, ``pairs``) joined with its readable source's snapshot,
+    binary-log headers included, as ``source_snapshot``."""
     from pyspark.sql import functions as F
 
-    src = snapshots_df.select(F.col("server").alias("_src"), F.struct(*columns).alias("source_snapshot"))
+    src = snapshots_df.select(F.col("server").alias("_src"), F.struct(*snapshots_df.columns).alias("source_snapshot"))
     return (grouped_df.join(src, F.col("source_server") == F.col("_src"), "inner")
             .select("source_snapshot", "pairs"))
 
@@ -199,7 +199,7 @@ def pair_frame(snapshots_df, channels_df, relay_df, owners_df=None, *, pairs_per
                            F.col("server") == F.col("_own"), "left")
         fields.append("uuid_owners")
     grouped = pairs.groupBy("source_server", "_slice").agg(F.collect_list(F.struct(*fields)).alias("pairs"))
-    return _with_source(grouped, snapshots_df, snapshots_df.columns)
+    return _with_source(grouped, snapshots_df)
 
 
 def failover_frame(snapshots_df, channels_df):
@@ -213,7 +213,7 @@ def failover_frame(snapshots_df, channels_df):
 
     grouped = (_resolved_pairs(snapshots_df, channels_df).groupBy("source_server")
                .agg(F.collect_list(F.struct("channel", "replica", "all_channels")).alias("pairs")))
-    return _with_source(grouped, snapshots_df, snapshots_df.columns)
+    return _with_source(grouped, snapshots_df)
 
 
 _GROUP_FIELDS = ("group_name", "view_change_uuid", "single_primary_mode", "member_weight", "member_state",
@@ -809,7 +809,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
     pairs = pair_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry))
     # pair checks and purge horizons per slice of a source's pairs; the failover model once per
-    # source, without relay tails or headers (each output cached: two readers)
+    # source, without relay tails (each output cached: two readers)
     pair_out = pair_output_frame(pairs).persist(StorageLevel.MEMORY_AND_DISK)
     failover_out = failover_output_frame(failover_frame(snaps, channels), run_id=run_id,
                                          run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)

@@ -10,8 +10,8 @@ calls these functions and writes what they return.
   the server's;
 * checks: :func:`pair_batches` (rows of up to 16 pairs of one source with its binary-log
   headers: the pair checks' findings and purge horizons), :func:`failover_batches` (one row per
-  source with its replicas, no relay tail or header: the failover model computed once, its
-  findings and readiness rows), :func:`group_batches`, :func:`check_server_batches`,
+  source with its headers and its replicas, no relay tail: the failover model computed once,
+  its findings and readiness rows), :func:`group_batches`, :func:`check_server_batches`,
   :func:`identity_batches` (one row per shared server_uuid or server_id);
 * job findings: :func:`collection_finding_batches`, :func:`resolution_finding_batches`;
 * the findings of a run: :func:`finalize_batches` (one row per key, silences) and
