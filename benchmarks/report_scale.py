@@ -172,7 +172,7 @@ def run_rows(n_servers: int, run_no: int, seed: int = 7) -> dict[str, list[dict]
 def write_report_tables(spark, warehouse: str, rows: dict[str, list[dict]]) -> None:
     """The report's input tables of one synthetic run, made as the audit makes them
     (``jobs.audit.write_report_inputs``, on the executors) from the tables just written."""
-    from jobs.audit import output_of, pair_frame, pair_output_frame, snapshot_frame, write_report_inputs
+    from jobs.audit import output_of, pair_frame, pair_output_frame, resolved_pairs, snapshot_frame, write_report_inputs
     from jobs.delta_io import read_frame
     from schemas import get_table
 
@@ -182,7 +182,8 @@ def write_report_tables(spark, warehouse: str, rows: dict[str, list[dict]]) -> N
     relay = spark.createDataFrame([], schema=get_table("relay_log_tail").to_spark())
     write_report_inputs(spark, warehouse, run_id=run["run_id"], run_date=run["run_date"], servers_df=servers,
                         channels_df=channels,
-                        horizon_df=output_of(pair_output_frame(pair_frame(snaps, channels, relay)), "horizon"))
+                        horizon_df=output_of(pair_output_frame(
+                            pair_frame(resolved_pairs(snaps, channels), snaps, relay)), "horizon"))
 
 
 def main(argv: list[str] | None = None) -> int:

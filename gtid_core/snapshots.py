@@ -285,6 +285,25 @@ class BinaryLog:
             previous_gtids=r.gtid_set("Previous_gtids"),
         )
 
+    @classmethod
+    def from_values(cls, log_name: Any, file_size: Any = None, encrypted: Any = None,
+                    previous_gtids: Any = None) -> "BinaryLog":
+        """:meth:`from_row` for values already named (a binary_logs table row): the same
+        conversions and errors, without building a case-insensitive row view per file, which
+        was half the cost of a snapshot with hundreds of binary logs."""
+        what = "SHOW BINARY LOGS"
+        name = _to_text(what, "Log_name", log_name)
+        if not name:
+            row = {"Log_name": log_name, "File_size": file_size, "Encrypted": encrypted,
+                   "Previous_gtids": previous_gtids}
+            raise SnapshotError(f"SHOW BINARY LOGS: row {row!r} has no Log_name")
+        return cls(
+            log_name=name,
+            file_size=_to_int(what, "File_size", file_size),
+            encrypted=_to_bool(what, "Encrypted", encrypted),
+            previous_gtids=_to_gtid_set(what, "Previous_gtids", previous_gtids),
+        )
+
 
 _GTID_MODES = ("OFF", "OFF_PERMISSIVE", "ON_PERMISSIVE", "ON", "UPGRADE_STEP_1", "UPGRADE_STEP_2")
 

@@ -146,11 +146,13 @@ def uuid_owner_frame(snapshots_df, channels_df, registry_df):
 PAIRS_PER_ROW = 16
 
 
-def _resolved_pairs(snapshots_df, channels_df):
+def resolved_pairs(snapshots_df, channels_df):
     """One row per channel the collector resolved to a source (``channels.source_server``) whose
     replica is readable: ``source_server``, ``server``, ``channel_name``, ``channel`` (the
     channel's columns), ``replica`` (its snapshot without binary logs) and ``all_channels``
-    (every channel of the replica with its source's gtid_executed: multi-source replicas)."""
+    (every channel of the replica with its source's gtid_executed: multi-source replicas). Both
+    the pair checks (:func:`pair_frame`) and the failover model (:func:`failover_frame`) read it:
+    persist it."""
     from pyspark.sql import functions as F
 
     rep_cols = [c for c in snapshots_df.columns if c != "binary_logs"]
@@ -178,40 +180,44 @@ def _with_source(grouped_df, snapshots_df):
             .select("source_snapshot", "pairs"))
 
 
-def pair_frame(snapshots_df, channels_df, relay_df, owners_df=None, *, pairs_per_row: int = PAIRS_PER_ROW):
+def pair_frame(pairs_df, snapshots_df, relay_df, owners_df=None, *, pairs_per_row: int = PAIRS_PER_ROW):
     """The pair checks' input: rows of ``source_snapshot`` (with its binary logs) and ``pairs``,
-    at most ``pairs_per_row`` of the pairs resolved to it (``channel``, ``replica`` without binary
-    logs, ``relay_tail``, ``all_channels`` and, when ``owners_df`` (:func:`uuid_owner_frame`) is
-    given, ``uuid_owners``). A source's pairs are numbered in (replica, channel) order and cut
-    into consecutive rows: no row grows with the source's fan-out (issue #19)."""
+    at most ``pairs_per_row`` of the pairs of ``pairs_df`` (:func:`resolved_pairs`) resolved to it
+    (``channel``, ``replica`` without binary logs, ``relay_tail``, ``all_channels`` and, when
+    ``owners_df`` (:func:`uuid_owner_frame`) is given, ``uuid_owners``). A source's pairs are
+    numbered in (replica, channel) order and cut into consecutive rows: no row grows with the
+    source's fan-out (issue #19).
+
+    The tails and owners are joined per replica first and the pairs numbered last, so the rows
+    with their tails cross the network once, to their source's partition; the grouping into
+    slices and the source's join keep that partitioning."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     numbered = Window.partitionBy("source_server").orderBy("server", "channel_name")
     tail = relay_df.groupBy("server", "channel_name").agg(
         F.collect_list(F.struct(*_TAIL_FIELDS)).alias("relay_tail"))
-    pairs = (_resolved_pairs(snapshots_df, channels_df)
-             .withColumn("_slice", F.floor((F.row_number().over(numbered) - 1) / pairs_per_row))
-             .join(tail, ["server", "channel_name"], "left"))
+    pairs = pairs_df.join(tail, ["server", "channel_name"], "left")
     fields = ["channel", "replica", "relay_tail", "all_channels"]
     if owners_df is not None:
         pairs = pairs.join(owners_df.select(F.col("server").alias("_own"), "uuid_owners"),
                            F.col("server") == F.col("_own"), "left")
         fields.append("uuid_owners")
-    grouped = pairs.groupBy("source_server", "_slice").agg(F.collect_list(F.struct(*fields)).alias("pairs"))
+    grouped = (pairs.withColumn("_slice", F.floor((F.row_number().over(numbered) - 1) / pairs_per_row))
+               .groupBy("source_server", "_slice").agg(F.collect_list(F.struct(*fields)).alias("pairs")))
     return _with_source(grouped, snapshots_df)
 
 
-def failover_frame(snapshots_df, channels_df):
+def failover_frame(pairs_df, snapshots_df):
     """The failover model's input: one row per source with at least one readable replica channel
-    resolved to it, ``source_snapshot`` (with its binary logs: whether the old source already
-    refuses a sibling is its reconnect model over them, ``gtid_core.failover``) and ``pairs``,
-    every such channel with ``channel``, ``replica`` and ``all_channels``: no relay tail and no
-    replica's header, so a row holds one source's headers and its replicas' GTID sets, and grows
-    with the fan-out by a few sets per replica."""
+    resolved to it (``pairs_df``: :func:`resolved_pairs`), ``source_snapshot`` (with its binary
+    logs: whether the old source already refuses a sibling is its reconnect model over them,
+    ``gtid_core.failover``) and ``pairs``, every such channel with ``channel``, ``replica`` and
+    ``all_channels``: no relay tail and no replica's header, so a row holds one source's headers
+    and its replicas' GTID sets, and grows with the fan-out by a few sets per replica."""
     from pyspark.sql import functions as F
 
-    grouped = (_resolved_pairs(snapshots_df, channels_df).groupBy("source_server")
+    grouped = (pairs_df.groupBy("source_server")
                .agg(F.collect_list(F.struct("channel", "replica", "all_channels")).alias("pairs")))
     return _with_source(grouped, snapshots_df)
 
@@ -807,11 +813,12 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
                       if previous_run_id else None)
     # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
-    pairs = pair_frame(snaps, channels, relay, uuid_owner_frame(snaps, channels, registry))
+    resolved = resolved_pairs(snaps, channels).persist(StorageLevel.MEMORY_AND_DISK)
+    pairs = pair_frame(resolved, snaps, relay, uuid_owner_frame(snaps, channels, registry))
     # pair checks and purge horizons per slice of a source's pairs; the failover model once per
     # source, without relay tails (each output cached: two readers)
     pair_out = pair_output_frame(pairs).persist(StorageLevel.MEMORY_AND_DISK)
-    failover_out = failover_output_frame(failover_frame(snaps, channels), run_id=run_id,
+    failover_out = failover_output_frame(failover_frame(resolved, snaps), run_id=run_id,
                                          run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
     pair_findings = output_of(pair_out, "finding").unionByName(output_of(failover_out, "finding"))
     readiness, horizon = output_of(failover_out, "readiness"), output_of(pair_out, "horizon")
@@ -859,7 +866,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         for df in (joined, current):
             df.unpersist()
         groups.unpersist()
-        for df in (pair_out, failover_out, group_out, snaps, registry, replication_groups):
+        for df in (pair_out, failover_out, resolved, group_out, snaps, registry, replication_groups):
             df.unpersist()
         rules_b.destroy()
 

@@ -218,12 +218,12 @@ _SERVER_COLUMNS = ("read_at", "read_started_at", "master_info_repository", "repl
 def server_snapshot(row: Mapping[str, Any]):
     """A ``ServerSnapshot`` from a servers-table row carrying ``binary_logs`` (a list of
     binary_logs-table rows, None when the server's binary logs were not read)."""
-    from gtid_core.snapshots import ServerSnapshot
+    from gtid_core.snapshots import BinaryLog, ServerSnapshot
 
     logs = row.get("binary_logs")
     if logs is not None:
-        logs = [{"Log_name": b["log_name"], "File_size": b.get("file_size"), "Encrypted": b.get("encrypted"),
-                 "Previous_gtids": b.get("previous_gtids") if b.get("previous_gtids_read") else None}
+        logs = [BinaryLog.from_values(b["log_name"], b.get("file_size"), b.get("encrypted"),
+                                      b.get("previous_gtids") if b.get("previous_gtids_read") else None)
                 for b in sorted(logs, key=lambda b: b["seq"])]
     variables = {k: row.get(k) for k in _SERVER_COLUMNS if k in row}
     return ServerSnapshot.from_rows(variables, binary_logs=logs, name=row["server"])

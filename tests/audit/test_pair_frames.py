@@ -92,10 +92,11 @@ def frames(spark):
 def test_a_source_is_cut_into_rows_of_at_most_pairs_per_row(frames):
     """Seven pairs, three per row: rows of 3, 3 and 1 pairs in (replica, channel) order, each
     with the source's binary-log headers and every pair's relay tail."""
-    from jobs.audit import pair_frame
+    from jobs.audit import pair_frame, resolved_pairs
 
     snaps, channels, relay = frames
-    rows = [r.asDict(recursive=True) for r in pair_frame(snaps, channels, relay, pairs_per_row=3).collect()
+    rows = [r.asDict(recursive=True)
+            for r in pair_frame(resolved_pairs(snaps, channels), snaps, relay, pairs_per_row=3).collect()
             if r["source_snapshot"]["server"] == "src"]
     assert sorted(len(r["pairs"]) for r in rows) == [1, 3, 3]
     assert sorted(sorted(p["replica"]["server"] for p in r["pairs"]) for r in rows) == [
@@ -107,10 +108,11 @@ def test_a_source_is_cut_into_rows_of_at_most_pairs_per_row(frames):
 
 
 def test_the_failover_model_gets_one_row_per_source_without_relay_tails(frames):
-    from jobs.audit import failover_frame
+    from jobs.audit import failover_frame, resolved_pairs
 
     snaps, channels, _ = frames
-    rows = {r["source_snapshot"]["server"]: r.asDict(recursive=True) for r in failover_frame(snaps, channels).collect()}
+    rows = {r["source_snapshot"]["server"]: r.asDict(recursive=True)
+            for r in failover_frame(resolved_pairs(snaps, channels), snaps).collect()}
     assert sorted(rows) == ["src", "src2", "src3"]
     row = rows["src"]
     # the source's headers come along: the model asks whether the old source refuses a sibling
@@ -126,12 +128,13 @@ def test_the_two_passes_give_what_one_pass_over_the_whole_source_gives(frames):
     source's headers, every pair's relay tail): cutting the pairs and leaving the tails out of
     the failover rows change nothing."""
     from jobs.audit import (failover_frame, failover_output_frame, output_of, pair_frame,
-                            pair_output_frame)
+                            pair_output_frame, resolved_pairs)
     from jobs.audit_tasks import failover_batches, pair_batches
 
     snaps, channels, relay = frames
-    pair_out = pair_output_frame(pair_frame(snaps, channels, relay, pairs_per_row=2))
-    failover_out = failover_output_frame(failover_frame(snaps, channels), run_id="r", run_date=DAY)
+    resolved = resolved_pairs(snaps, channels)
+    pair_out = pair_output_frame(pair_frame(resolved, snaps, relay, pairs_per_row=2))
+    failover_out = failover_output_frame(failover_frame(resolved, snaps), run_id="r", run_date=DAY)
 
     def rows(*frames_of):
         return sorted((r.asDict(recursive=True) for df, name in frames_of for r in output_of(df, name).collect()),
@@ -141,7 +144,7 @@ def test_the_two_passes_give_what_one_pass_over_the_whole_source_gives(frames):
                  "readiness": rows((failover_out, "readiness")), "horizon": rows((pair_out, "horizon"))}
 
     # each source whole, as Arrow (as a task gets it: timestamps in UTC)
-    whole = pair_frame(snaps, channels, relay, pairs_per_row=100).toArrow()
+    whole = pair_frame(resolved, snaps, relay, pairs_per_row=100).toArrow()
     assert whole.num_rows == 3
     direct = {"finding": [], "readiness": [], "horizon": []}
     for make in (lambda t: pair_batches(iter(t.to_batches())),

@@ -111,6 +111,31 @@ def test_binary_log_row():
         BinaryLog.from_row({"File_size": 1})
 
 
+@pytest.mark.parametrize("values", [
+    ("binlog.000003", 5224, False, f"{SRC}:1-15"),
+    ("binlog.000001", None, None, None),
+    ("binlog.000002", "120", "No", ""),
+    ("binlog.000004", 10, True, "not a set"),
+    ("binlog.000005", "big", False, None),
+    ("binlog.000006", 10, 7, None),
+    (None, 10, False, None),
+    ("", 10, False, None),
+])
+def test_binary_log_from_values_is_from_row(values):
+    """The audit's fast path (a binary_logs table row's values) converts and refuses exactly as
+    the SHOW BINARY LOGS row path does, error text included."""
+    row = dict(zip(("Log_name", "File_size", "Encrypted", "Previous_gtids"), values))
+
+    def outcome(build):
+        try:
+            return build()
+        except SnapshotError as exc:
+            return f"SnapshotError: {exc}"
+
+    expected = outcome(lambda: BinaryLog.from_row(row))
+    assert outcome(lambda: BinaryLog.from_values(*values)) == expected
+
+
 def test_channel_from_real_97_rows_with_error():
     """SHOW REPLICA STATUS and performance_schema rows from a 9.7 replica refused with 13114."""
     sc = scenarios()["source_restored_with_gtid_purged"]["channel"]
