@@ -197,12 +197,12 @@ def pair_frame(pairs_df, snapshots_df, relay_df, owners_df=None, *, pairs_per_ro
     numbered = Window.partitionBy("source_server").orderBy("server", "channel_name")
     tail = relay_df.groupBy("server", "channel_name").agg(
         F.collect_list(F.struct(*_TAIL_FIELDS)).alias("relay_tail"))
-    pairs = pairs_df.join(tail, ["server", "channel_name"], "left")
-    fields = ["channel", "replica", "relay_tail", "all_channels"]
+    pairs, fields = pairs_df, ["channel", "replica", "relay_tail", "all_channels"]
     if owners_df is not None:
         pairs = pairs.join(owners_df.select(F.col("server").alias("_own"), "uuid_owners"),
                            F.col("server") == F.col("_own"), "left")
         fields.append("uuid_owners")
+    pairs = pairs.join(tail, ["server", "channel_name"], "left")
     grouped = (pairs.withColumn("_slice", F.floor((F.row_number().over(numbered) - 1) / pairs_per_row))
                .groupBy("source_server", "_slice").agg(F.collect_list(F.struct(*fields)).alias("pairs")))
     return _with_source(grouped, snapshots_df)

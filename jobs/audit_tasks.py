@@ -222,9 +222,11 @@ def server_snapshot(row: Mapping[str, Any]):
 
     logs = row.get("binary_logs")
     if logs is not None:
-        logs = [BinaryLog.from_values(b["log_name"], b.get("file_size"), b.get("encrypted"),
+        # a generator: from_rows converts the logs after the variables, so a server with a bad
+        # variable and a bad header is named by the variable, as from_row's rows were
+        logs = (BinaryLog.from_values(b["log_name"], b.get("file_size"), b.get("encrypted"),
                                       b.get("previous_gtids") if b.get("previous_gtids_read") else None)
-                for b in sorted(logs, key=lambda b: b["seq"])]
+                for b in sorted(logs, key=lambda b: b["seq"]))
     variables = {k: row.get(k) for k in _SERVER_COLUMNS if k in row}
     return ServerSnapshot.from_rows(variables, binary_logs=logs, name=row["server"])
 

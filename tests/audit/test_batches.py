@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from jobs.audit_tasks import check_server_batches, failover_batches, pair_batches
 
@@ -168,3 +169,18 @@ def test_outputs_do_not_depend_on_the_order_spark_collected_the_pairs_in():
     random.Random(7).shuffle(pairs)
     assert outputs([source(src, *pairs)], {}) == first
     assert first["finding"] and first["readiness"]
+
+
+def test_a_bad_variable_is_named_before_a_bad_binary_log_header():
+    """The audit's conversion of a servers row with its binary_logs rows reports what
+    ServerSnapshot.from_rows checks first (the variables), whichever way the logs are built."""
+    from gtid_core.errors import SnapshotError
+    from jobs.audit_tasks import server_snapshot
+
+    row = {"server": "s", "server_uuid": "nope", "binary_logs": [
+        {"seq": 1, "log_name": "b.000001", "file_size": "big", "encrypted": False,
+         "previous_gtids": None, "previous_gtids_read": False}]}
+    with pytest.raises(SnapshotError, match="server_uuid"):
+        server_snapshot(row)
+    with pytest.raises(SnapshotError, match="File_size"):
+        server_snapshot({**row, "server_uuid": "b6e7b27c-e69b-11f1-8d81-02fc00000001"})
