@@ -106,12 +106,17 @@ def views(spark, tmp_path_factory):
         write_run_rows(spark, "findings", findings[run_id], warehouse=wh, run_id=run_id)
         merge_latest(spark, "findings_latest", read_frame(spark, wh, "findings", run_id, date), warehouse=wh,
                      run_id=run_id)
+        # orders-r9, stopped in run1 only (rebuilt since), must not show in run2's panels
+        retired = [full_row("channels", run_id=run_id, run_date=date, server="orders-r9", cluster="orders",
+                            channel_name="", source_server="orders-src", io_running="Yes", sql_running="No",
+                            seconds_behind_source=7200)] if run_id == "run1" else []
         write_run_rows(spark, "channels", [
             full_row("channels", run_id=run_id, run_date=date, server="orders-r1", cluster="orders",
                      channel_name="", source_server="orders-src", io_running="No", sql_running="Yes",
                      last_io_errno=13114),
             full_row("channels", run_id=run_id, run_date=date, server="orders-r2", cluster="orders",
                      channel_name="", source_server="orders-src", io_running="Yes", sql_running="Yes"),
+            *retired,
         ], warehouse=wh, run_id=run_id)
     overwrite_frame(spark, "uuid_registry", frame_from_rows(spark, "uuid_registry", [
         full_row("uuid_registry", run_id="run1", server_uuid=GONE_UUID, server="orders-old", cluster="orders",
@@ -165,7 +170,7 @@ def test_near_purge_panel_shows_the_warning(views):
     assert [(r["replica"], r["check_id"], r["transactions_needed"]) for r in rows] == [
         ("orders-r1", "replica_near_purge_horizon", 10)]
     stopped = run(views, "Replicas close to losing", 2)
-    assert {r["server"] for r in stopped} == {"orders-r1"}
+    assert [r["server"] for r in stopped] == ["orders-r1"]     # run2's row only: not run1's, not orders-r9's
 
 
 def test_errant_by_origin_names_decommissioned_servers(views):
@@ -217,3 +222,35 @@ def test_every_query_of_a_per_run_table_names_its_run_date_partition():
             assert "run_date" in sql.split("SELECT", 2)[-1], title
         elif read:
             assert "run_date" in sql, title
+
+
+def _plan_nodes(node):
+    """``node`` and every node below it, its subqueries' plans included (a JVM SparkPlan)."""
+    yield node
+    for seq in (node.children(), node.subqueries()):
+        for i in range(seq.size()):
+            yield from _plan_nodes(seq.apply(i))
+
+
+def test_every_scan_of_a_partitioned_table_is_pruned_in_the_plan(views):
+    """In each query's executed plan, every scan of a table partitioned by run_date has a
+    partition filter: the engine reads the night's partition (or the history panel's range), never
+    the whole history. The text test above cannot see an OR that escapes the run's conjunct
+    (``... AND run_id = x AND a OR b`` reads every run: the stopped-channel and salvage panels did)."""
+    partitioned = {n for n, t in all_tables().items() if "run_date" in t.partition_by}
+    assert {"findings", "channels", "failover_readiness"} <= partitioned
+    adaptive = views.conf.get("spark.sql.adaptive.enabled")
+    views.conf.set("spark.sql.adaptive.enabled", "false")     # a plain plan tree
+    try:
+        for title, sql in queries().items():
+            frame = views.sql(sql)
+            frame.collect()
+            plan = frame._jdf.queryExecution().executedPlan()
+            for node in _plan_nodes(plan):
+                if not node.nodeName().startswith("Scan "):
+                    continue
+                table = node.relation().location().rootPaths().apply(0).toString().rstrip("/").rsplit("/", 1)[-1]
+                if table in partitioned:
+                    assert "run_date" in node.partitionFilters().toString(), f"{title}: {table} not pruned"
+    finally:
+        views.conf.set("spark.sql.adaptive.enabled", adaptive)

@@ -34,7 +34,7 @@ from gtid_core.versions import MySQLVersion
 from jobs.sandbox.sim.dialects import shape_for
 
 __all__ = ["SimBinlog", "SimChannel", "SimGroup", "SimGroupMember", "SimServer", "SimFleet", "Truth", "ReadinessTruth",
-           "FleetBuilder", "generate", "COLLECTION_FAULTS", "CONSISTENCY_FAULTS", "DEFAULT_VERSIONS", "PASSWORD"]
+           "FleetBuilder", "generate", "add_collection_fault", "add_consistency_fault", "add_healthy_cluster", "COLLECTION_FAULTS", "CONSISTENCY_FAULTS", "DEFAULT_VERSIONS", "PASSWORD"]
 
 PASSWORD = "sim-audit-password"          # the audit account's password on every simulated server
 DEFAULT_VERSIONS = ("5.6.51", "5.7.44", "8.0.21", "8.0.36", "8.4.3", "9.7.4")
@@ -176,6 +176,8 @@ class SimFleet:
     truth: list[Truth]
     seed: int = 0
     readiness: list[ReadinessTruth] = field(default_factory=list)
+    base_port: int = 0       # the builder's: a later night's new servers get addresses after ...
+    allocated: int = 0       # ... the ``allocated`` addresses and server ids handed out so far
 
     # -- persistence -------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -193,7 +195,8 @@ class SimFleet:
                 s["group"] = SimGroup(**{**g, "members": [SimGroupMember(**m) for m in g["members"]]})
             servers.append(SimServer(**s))
         return cls(servers, [Truth(**t) for t in data["truth"]], data.get("seed", 0),
-                   [ReadinessTruth(**r) for r in data.get("readiness", [])])
+                   [ReadinessTruth(**r) for r in data.get("readiness", [])], data.get("base_port", 0),
+                   data.get("allocated", 0))
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
@@ -339,8 +342,19 @@ class FleetBuilder:
         # spread over 127.0.0.0/8: 127.<1..250>.<0..249>.<1..250>
         return f"127.{1 + i % 250}.{(i // 250) % 250}.{1 + (i // 62500) % 250}", self.base_port + i % 20000
 
+    @classmethod
+    def resume(cls, fleet: SimFleet, seed: int) -> "FleetBuilder":
+        """A builder that goes on with ``fleet`` (its lists, not copies): new servers get addresses
+        and server ids after every one handed out so far, random choices come from ``seed``."""
+        if not fleet.base_port or fleet.allocated < len(fleet.servers):
+            raise ValueError("this fleet was saved without its builder's base_port and allocated count; "
+                             "generate it again to evolve it")
+        b = cls(seed, fleet.base_port)
+        b.servers, b.truth, b.readiness, b._count = fleet.servers, fleet.truth, fleet.readiness, fleet.allocated
+        return b
+
     def fleet(self) -> SimFleet:
-        return SimFleet(self.servers, self.truth, self.seed, self.readiness)
+        return SimFleet(self.servers, self.truth, self.seed, self.readiness, self.base_port, self._count)
 
     def _server(self, name: str, version: str, cluster: str, executed: GtidSet, purged: GtidSet,
                 logs: list[SimBinlog], **variables: Any) -> SimServer:
@@ -968,40 +982,55 @@ def generate(n: int, *, seed: int = 1, collection_fault_rate: float = 0.01,
     ``consistency_fault_rate`` of them (each fault scenario touches two servers, three for the
     group faults). The same arguments give the same fleet (ports aside, see FleetBuilder)."""
     b = FleetBuilder(seed, base_port)
-    rng = b.rng
     group_rng = random.Random(seed * 7919 + 22)     # which clusters are groups, apart from the rest
-    group_versions = [v for v in versions if shape_for(v).group_replication] or ["8.0.36"]
     n_coll = round(n * collection_fault_rate)
     n_cons = round(n * consistency_fault_rate / 2)
     i = 0
     for k in range(n_coll):
-        fault = COLLECTION_FAULTS[k % len(COLLECTION_FAULTS)]
-        b.collection_fault(f"sa{k:05d}-{fault}", rng.choice(versions), fault)
+        add_collection_fault(b, k, f"sa{k:05d}", versions)
     for k in range(n_cons):
-        fault = CONSISTENCY_FAULTS[k % len(CONSISTENCY_FAULTS)]
-        version = _fault_versions(fault, versions) or ("" if fault.startswith("group_") else rng.choice(versions))
-        name = f"f{k:05d}-{fault.replace('_', '')}"
-        if fault.startswith("group_"):
-            getattr(b, fault)(name, rng.choice(group_versions))
-        elif fault in ("errant", "errant_tagged"):
-            b.errant(name, version, tagged=fault == "errant_tagged")
-        else:
-            getattr(b, fault)(name, version)
+        add_consistency_fault(b, k, f"f{k:05d}", versions)
     while len(b.servers) < n:
-        left = n - len(b.servers)
-        version = rng.choice(versions)
-        name = f"c{i:05d}"
+        add_healthy_cluster(b, f"c{i:05d}", n - len(b.servers), versions, group_rng, group_share)
         i += 1
-        shape = rng.random()
-        if left == 1:
-            b.standalone(f"{name}-s", version, cluster=name)
-        elif left >= 3 and shape < 0.1 and MySQLVersion.parse(version).triple >= (5, 7, 6):
-            b.multi_source(name, version)
-        elif left >= 3 and shape < 0.25:
-            b.cluster(name, version, replicas=2, chain=True)
-        elif left >= 3 and group_rng.random() < group_share and shape_for(version).group_replication:
-            b.group(name, version, members=3)
-        else:
-            b.cluster(name, version, replicas=min(left - 1, rng.randrange(1, 5)),
-                      tagged=rng.random() < 0.3)
     return b.fleet()
+
+
+def add_collection_fault(b: FleetBuilder, k: int, prefix: str, versions: tuple[str, ...] = DEFAULT_VERSIONS) -> SimServer:
+    """The ``k``-th collection fault (the kinds in turn) on a standalone server named ``<prefix>-<fault>``."""
+    fault = COLLECTION_FAULTS[k % len(COLLECTION_FAULTS)]
+    return b.collection_fault(f"{prefix}-{fault}", b.rng.choice(versions), fault)
+
+
+def add_consistency_fault(b: FleetBuilder, k: int, prefix: str, versions: tuple[str, ...] = DEFAULT_VERSIONS) -> list[SimServer]:
+    """The ``k``-th consistency fault scenario (the kinds in turn), its cluster named
+    ``<prefix>-<fault>``; each writes its truth."""
+    fault = CONSISTENCY_FAULTS[k % len(CONSISTENCY_FAULTS)]
+    group_versions = [v for v in versions if shape_for(v).group_replication] or ["8.0.36"]
+    version = _fault_versions(fault, versions) or ("" if fault.startswith("group_") else b.rng.choice(versions))
+    name = f"{prefix}-{fault.replace('_', '')}"
+    if fault.startswith("group_"):
+        return getattr(b, fault)(name, b.rng.choice(group_versions))
+    if fault in ("errant", "errant_tagged"):
+        return b.errant(name, version, tagged=fault == "errant_tagged")
+    return getattr(b, fault)(name, version)
+
+
+def add_healthy_cluster(b: FleetBuilder, name: str, left: int, versions: tuple[str, ...] = DEFAULT_VERSIONS,
+                        group_rng: random.Random | None = None, group_share: float = GROUP_SHARE) -> list[SimServer]:
+    """One healthy cluster named ``name`` of at most ``left`` servers: a standalone server, a
+    multi-source replica with its two sources (5.7.6+), a chain, a Group Replication group of three
+    (``group_share`` of the rest, 5.7.17+) or a source with 1 to 4 replicas."""
+    rng = b.rng
+    group_rng = group_rng or rng
+    version = rng.choice(versions)
+    shape = rng.random()
+    if left == 1:
+        return [b.standalone(f"{name}-s", version, cluster=name)]
+    if left >= 3 and shape < 0.1 and MySQLVersion.parse(version).triple >= (5, 7, 6):
+        return b.multi_source(name, version)
+    if left >= 3 and shape < 0.25:
+        return b.cluster(name, version, replicas=2, chain=True)
+    if left >= 3 and group_rng.random() < group_share and shape_for(version).group_replication:
+        return b.group(name, version, members=3)
+    return b.cluster(name, version, replicas=min(left - 1, rng.randrange(1, 5)), tagged=rng.random() < 0.3)

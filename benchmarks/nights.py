@@ -1,0 +1,287 @@
+"""A simulated year: `gtid-audit run` night after night against a fleet that changes (issue #20).
+
+Generates a simulated fleet (jobs/sandbox/sim, the same generator as benchmarks/scale_fleet.py),
+then for each of ``--nights`` nights:
+
+1. changes the fleet as a day would (:func:`jobs.sandbox.sim.evolve.next_night`: sources write,
+   binary logs rotate and are purged, fault scenarios are repaired and new ones appear, clusters
+   are decommissioned and new ones added, replicas are repointed), and serves it over the MySQL
+   wire protocol from simulator processes on this machine;
+2. runs the nightly job's CLI as a scheduler would, ``gtid-audit run`` with table maintenance as
+   its last step (``maintenance.after_run: true``, the production defaults of
+   conf/example-production.yaml: 30 days of binary_logs, 14 of relay_log_tail, 400 of servers and
+   channels, findings kept), one warehouse for every night;
+3. records the wall time of the command, the peak RSS of its driver (Python) and of its JVM (in
+   local mode the executors too), the bytes and files of every table (the files of the table's
+   current version, the files on disk, the Delta log's files), and recall and false positives of
+   the night's open findings against the model's truth;
+4. on the first and the last night, runs every query of docs/dashboards.md on Spark SQL over the
+   warehouse (a separate process): its time (best of 3, after one run to warm up) and, for each
+   table it scans, the partition filters of the scan in the physical plan.
+
+**The clock.** Night k's run runs on the date ``today - (nights - k)`` days: the job's Python
+clock is moved there with time-machine (``time_machine.travel``, ticking), so run ids, run_date
+partitions, retention cut-offs and findings' first_seen are the simulated night's. The JVM keeps
+the real clock (libfaketime hangs Spark's JVM): Delta's commit timestamps, VACUUM's horizon and
+the log's cleanup are real time. So that VACUUM still deletes what retention and compaction
+removed within a run of a few hours, the benchmark sets ``deleted_file_retention_hours: 0``; the
+Delta log's 30-day cleanup never comes due in it (its log files are counted apart). The
+dashboard queries' ``current_date`` is replaced with the simulated night's date.
+
+Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--processes N] [--keep DIR]
+The figures are recorded in docs/benchmarks.md (section "A simulated year").
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+from procs import children, rss_and_cmdline  # benchmarks/procs.py, beside this script
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jobs.sandbox.sim import Simulator, generate  # noqa: E402
+from jobs.sandbox.sim.evolve import next_night  # noqa: E402
+from jobs.sandbox.sim.score import read_findings, score  # noqa: E402
+
+#: The job's CLI with its Python clock at argv[1] (ISO 8601), ticking from there.
+AT_DATE = ("import sys, time_machine; time_machine.travel(sys.argv[1], tick=True).start(); "
+           "from jobs.cli import main; sys.exit(main(sys.argv[2:]))")
+DASHBOARDS = ROOT / "docs" / "dashboards.md"
+
+
+def _dashboard_queries() -> dict[str, str]:
+    """Each ```sql block under a '## ' heading of docs/dashboards.md, the table set-up excluded."""
+    out: dict[str, str] = {}
+    for section in re.split(r"^## ", DASHBOARDS.read_text(encoding="utf-8"), flags=re.M)[1:]:
+        title = section.splitlines()[0].strip()
+        for i, block in enumerate(re.findall(r"```sql\n(.*?)```", section, re.S)):
+            if "CREATE TABLE" not in block:
+                out[f"{title} #{i + 1}"] = block.strip().rstrip(";")
+    return out
+
+
+def _table_sizes(warehouse: Path) -> dict[str, dict[str, int]]:
+    """Per table: bytes and files of its current version (delta-rs), data files and bytes on disk,
+    and the Delta log's files and bytes."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    out = {}
+    for table in sorted(p for p in warehouse.iterdir() if (p / "_delta_log").is_dir()):
+        current = pa.table(DeltaTable(str(table)).get_add_actions(flatten=True)).to_pydict()
+        disk_files = disk_bytes = log_files = log_bytes = 0
+        for root, _, files in os.walk(table):
+            is_log = "_delta_log" in Path(root).relative_to(table).parts
+            for f in files:
+                size = os.stat(os.path.join(root, f)).st_size
+                if is_log:
+                    log_files, log_bytes = log_files + 1, log_bytes + size
+                elif f.endswith(".parquet"):
+                    disk_files, disk_bytes = disk_files + 1, disk_bytes + size
+        out[table.name] = {"files": len(current["path"]), "bytes": sum(current["size_bytes"]),
+                           "disk_files": disk_files, "disk_bytes": disk_bytes,
+                           "log_files": log_files, "log_bytes": log_bytes}
+    return out
+
+
+class Peaks:
+    """Peak RSS of a command's process (the driver) and of its JVM child, sampled every 0.2 s."""
+
+    def __init__(self, pid: int):
+        self.pid, self.driver, self.jvm = pid, 0, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            self.driver = max(self.driver, rss_and_cmdline(self.pid)[0])
+            for child in children(self.pid):
+                rss, cmd = rss_and_cmdline(child)
+                if "java" in cmd.split(" ", 1)[0]:
+                    self.jvm = max(self.jvm, rss)
+            self._done.wait(0.2)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def run_night(config: Path, when: dt.datetime, run_id: str, log: Path) -> tuple[float, int, Peaks]:
+    argv = [sys.executable, "-c", AT_DATE, when.isoformat(), "run", "--config", str(config),
+            "--run-id", run_id, "--fail-on", "never"]
+    start = time.monotonic()
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        peaks = Peaks(proc.pid)
+        rc = proc.wait()
+    peaks.stop()
+    return time.monotonic() - start, rc, peaks
+
+
+def _plan_nodes(node):
+    """``node`` and every node below it, the plans of its subqueries included (a JVM SparkPlan)."""
+    yield node
+    for seq in (node.children(), node.subqueries()):
+        for i in range(seq.size()):
+            yield from _plan_nodes(seq.apply(i))
+
+
+def _scan(node) -> dict:
+    """A file scan of the executed plan: its table (the last part of its location), its partition
+    filters, and the files it read of the files its table's version has."""
+    location = node.relation().location()
+    root = location.rootPaths().apply(0).toString().rstrip("/")
+    metrics = node.metrics()
+    read = metrics.get("numFiles").get().value() if metrics.contains("numFiles") else None
+    return {"table": root.rsplit("/", 1)[-1], "partition_filters": node.partitionFilters().toString(),
+            "files_read": read}
+
+
+def queries_main(warehouse: Path, day: str, out: Path) -> int:
+    """Every dashboard query over ``warehouse``, as of ``day``: time and scans' partition filters."""
+    from pyspark.sql import SparkSession
+
+    from jobs.spark import build_session
+    from jobs.config import SparkSettings
+
+    spark = build_session(SparkSettings())
+    assert isinstance(spark, SparkSession)
+    spark.sql("CREATE DATABASE IF NOT EXISTS gtid_audit")
+    for table in sorted(p for p in warehouse.iterdir() if (p / "_delta_log").is_dir()):
+        spark.sql(f"CREATE TABLE IF NOT EXISTS gtid_audit.{table.name} USING delta LOCATION '{table}'")
+    results = {}
+    for title, sql in _dashboard_queries().items():
+        sql = re.sub(r"\bcurrent_date\b(\(\))?", f"DATE'{day}'", sql)
+        frame = spark.sql(sql)
+        frame.collect()
+        times = []
+        for _ in range(3):
+            t = time.monotonic()
+            rows = spark.sql(sql).collect()
+            times.append(time.monotonic() - t)
+        spark.conf.set("spark.sql.adaptive.enabled", "false")   # a plain plan tree, its scans' metrics filled
+        planned = spark.sql(sql)
+        planned.collect()
+        scans = [_scan(node) for node in _plan_nodes(planned._jdf.queryExecution().executedPlan())
+                 if node.nodeName().startswith("Scan ")]
+        spark.conf.set("spark.sql.adaptive.enabled", "true")
+        results[title] = {"seconds": min(times), "rows": len(rows), "scans": scans}
+    out.write_text(json.dumps(results, indent=1))
+    spark.stop()
+    return 0
+
+
+def _queries(warehouse: Path, day: dt.date, out: Path, log: Path) -> dict:
+    with log.open("w") as f:
+        subprocess.run([sys.executable, __file__, "--queries", str(warehouse), day.isoformat(), str(out)],
+                       stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT), check=True)
+    return json.loads(out.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--queries"]:
+        return queries_main(Path(argv[1]), argv[2], Path(argv[3]))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--servers", type=int, default=1000)
+    p.add_argument("--nights", type=int, default=365)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--processes", type=int, default=None, help="simulator processes (default: 1 per 2,500 servers)")
+    p.add_argument("--keep", type=Path, default=None, help="keep the work directory (warehouse, logs) here")
+    args = p.parse_args(argv)
+    if args.nights < 1:
+        p.error(f"--nights must be at least 1, not {args.nights!r}")
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="gtid-nights-"))
+    work.mkdir(parents=True, exist_ok=True)
+    warehouse = work / "warehouse"
+    fleet = generate(args.servers, seed=args.seed)
+    processes = args.processes or max(1, -(-args.servers // 2500))
+    today = dt.datetime.now(dt.timezone.utc).date()
+    first_day = today - dt.timedelta(days=args.nights - 1)
+    rows, queries = [], {}
+    print(f"servers {args.servers}  nights {args.nights} ({first_day} to {today})  seed {args.seed}  "
+          f"simulator processes {processes}  work {work}", flush=True)
+    for night in range(1, args.nights + 1):
+        change = next_night(fleet, night) if night > 1 else None
+        fleet.save(work / "fleet.json")
+        config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(warehouse),
+                                          password_file=work / "password")
+        doc = yaml.safe_load(config.read_text())
+        doc["maintenance"] = {"after_run": True, "deleted_file_retention_hours": 0}
+        config.write_text(yaml.safe_dump(doc, sort_keys=False))
+        day = first_day + dt.timedelta(days=night - 1)
+        when = dt.datetime.combine(day, dt.time(2, 0), dt.timezone.utc)
+        run_id = f"{when:%Y%m%dT%H%M%SZ}-night{night:03d}"
+        sim = Simulator(work / "fleet.json", processes=processes, lifetime_s=3600, workdir=work).start()
+        try:
+            wall, rc, peaks = run_night(config, when, run_id, work / f"night{night:03d}.log")
+        finally:
+            sim.stop()
+        if rc not in (0, 2):
+            print(f"night {night}: gtid-audit run exited {rc}; see {work / f'night{night:03d}.log'}")
+            return 1
+        s = score(fleet.truth, read_findings(warehouse, run_id))
+        sizes = _table_sizes(warehouse)
+        row = {"night": night, "date": day.isoformat(), "servers": len(fleet.servers), "wall": wall,
+               "driver_rss": peaks.driver, "jvm_rss": peaks.jvm, "recall": s.recall,
+               "expected": len(s.expected), "missed": sorted(map(list, s.missed)),
+               "false_positives": sorted(map(list, s.false_positives)), "tables": sizes,
+               "change": change.line() if change else ""}
+        rows.append(row)
+        with (work / "nights.jsonl").open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        total = sum(t["bytes"] for t in sizes.values())
+        disk = sum(t["disk_bytes"] + t["log_bytes"] for t in sizes.values())
+        files = sum(t["files"] for t in sizes.values())
+        print(f"night {night:3d} {day}  servers {len(fleet.servers):,}  wall {wall:6.1f} s  driver "
+              f"{peaks.driver / 2**20:5.0f} MB  JVM {peaks.jvm / 2**20:6.0f} MB  tables {total / 2**20:7.1f} MB "
+              f"in {files:,} files (disk with logs {disk / 2**20:7.1f} MB)  recall {100 * s.recall:.0f} % "
+              f"({len(s.expected) - len(s.missed)}/{len(s.expected)})  false positives {len(s.false_positives)}  "
+              f"{row['change']}", flush=True)
+        for miss in row["missed"]:
+            print(f"  missed {miss}")
+        for fp in row["false_positives"]:
+            print(f"  false positive {fp}")
+        if night in (1, args.nights):
+            queries[night] = _queries(warehouse, day, work / f"queries{night:03d}.json", work / f"queries{night:03d}.log")
+    first, last = rows[0], rows[-1]
+    print()
+    print(f"last night vs night 1: wall {last['wall'] / first['wall']:.2f}x, driver peak RSS "
+          f"{last['driver_rss'] / first['driver_rss']:.2f}x, JVM peak RSS {last['jvm_rss'] / first['jvm_rss']:.2f}x")
+    print()
+    print("| table | night 1 bytes | files | last night bytes | files | on disk | log files |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, t in last["tables"].items():
+        f1 = first["tables"].get(name, {"bytes": 0, "files": 0})
+        print(f"| {name} | {f1['bytes']:,} | {f1['files']} | {t['bytes']:,} | {t['files']} | "
+              f"{t['disk_bytes']:,} in {t['disk_files']} | {t['log_files']} |")
+    print()
+    print("| query | night 1 | last night | last night's scans (table: files read, filter on the partition column) |")
+    print("|---|---:|---:|---|")
+    for title, q in queries.get(args.nights, {}).items():
+        q1 = queries.get(1, {}).get(title, {"seconds": float("nan")})
+        scans = "; ".join(f"{s['table']}: {s['files_read']} of {last['tables'].get(s['table'], {}).get('files')} "
+                          f"file(s), partition filter "
+                          f"{'yes' if 'run_date' in s['partition_filters'] else 'none'}" for s in q["scans"])
+        print(f"| {title} | {q1['seconds'] * 1000:.0f} ms | {q['seconds'] * 1000:.0f} ms | {scans} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
