@@ -11,19 +11,21 @@ then for each of ``--nights`` nights:
    its last step (``maintenance.after_run: true``, the production defaults of
    conf/example-production.yaml: 30 days of binary_logs, 14 of relay_log_tail, 400 of servers and
    channels, findings kept), one warehouse for every night;
-3. records the wall time of the command, the peak RSS of its driver (Python) and of its JVM (in
-   local mode the executors too), the bytes and files of every table (the files of the table's
+3. records the wall time of the command, the peak RSS of its driver (Python), of its JVM (in
+   local mode the executors too) and of Spark's Python workers together (where the reads and
+   the checks run), the bytes and files of every table (the files of the table's
    current version, the files on disk, the Delta log's files), and recall and false positives of
    the night's open findings against the model's truth;
 4. on the first and the last night, runs every query of docs/dashboards.md on Spark SQL over the
    warehouse (a separate process): its time (best of 3, after one run to warm up) and, for each
    table it scans, the partition filters of the scan in the physical plan.
 
-**The clock.** Night k's run runs on the date ``today - (nights - k)`` days: the job's Python
+**The clock.** Night k's run runs on the date ``today - (nights - k)`` days: the driver's Python
 clock is moved there with time-machine (``time_machine.travel``, ticking), so run ids, run_date
-partitions, retention cut-offs and findings' first_seen are the simulated night's. The JVM keeps
-the real clock (libfaketime hangs Spark's JVM): Delta's commit timestamps, VACUUM's horizon and
-the log's cleanup are real time. So that VACUUM still deletes what retention and compaction
+partitions, retention cut-offs and findings' first_seen are the simulated night's. Spark's Python
+workers and the JVM keep the real clock (libfaketime hangs Spark's JVM): the servers' ``read_at``,
+Delta's commit timestamps, VACUUM's horizon and the log's cleanup are real time, and the driver's
+removal of stale read staging (by age) never comes due. So that VACUUM still deletes what retention and compaction
 removed within a run of a few hours, the benchmark sets ``deleted_file_retention_hours: 0``; the
 Delta log's 30-day cleanup never comes due in it (its log files are counted apart). The
 dashboard queries' ``current_date`` is replaced with the simulated night's date.
@@ -98,10 +100,11 @@ def _table_sizes(warehouse: Path) -> dict[str, dict[str, int]]:
 
 
 class Peaks:
-    """Peak RSS of a command's process (the driver) and of its JVM child, sampled every 0.2 s."""
+    """Peak RSS of a command's process (the driver), of its JVM child and of the JVM's Python
+    workers together, sampled every 0.2 s."""
 
     def __init__(self, pid: int):
-        self.pid, self.driver, self.jvm = pid, 0, 0
+        self.pid, self.driver, self.jvm, self.workers = pid, 0, 0, 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -109,10 +112,14 @@ class Peaks:
     def _run(self) -> None:
         while not self._done.is_set():
             self.driver = max(self.driver, rss_and_cmdline(self.pid)[0])
+            workers = 0
             for child in children(self.pid):
                 rss, cmd = rss_and_cmdline(child)
                 if "java" in cmd.split(" ", 1)[0]:
                     self.jvm = max(self.jvm, rss)
+                elif "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+                    workers += rss
+            self.workers = max(self.workers, workers)
             self._done.wait(0.2)
 
     def stop(self) -> None:
@@ -166,7 +173,7 @@ def queries_main(warehouse: Path, day: str, out: Path) -> int:
         spark.sql(f"CREATE TABLE IF NOT EXISTS gtid_audit.{table.name} USING delta LOCATION '{table}'")
     results = {}
     for title, sql in _dashboard_queries().items():
-        sql = re.sub(r"\bcurrent_date\b(\(\))?", f"DATE'{day}'", sql)
+        sql = re.sub(r"\bcurrent_date\b(\(\))?", f"DATE'{day}'", sql, flags=re.I)
         frame = spark.sql(sql)
         frame.collect()
         times = []
@@ -178,7 +185,7 @@ def queries_main(warehouse: Path, day: str, out: Path) -> int:
         planned = spark.sql(sql)
         planned.collect()
         scans = [_scan(node) for node in _plan_nodes(planned._jdf.queryExecution().executedPlan())
-                 if node.nodeName().startswith("Scan ")]
+                 if node.getClass().getSimpleName() == "FileSourceScanExec"]
         spark.conf.set("spark.sql.adaptive.enabled", "true")
         results[title] = {"seconds": min(times), "rows": len(rows), "scans": scans}
     out.write_text(json.dumps(results, indent=1))
@@ -239,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         s = score(fleet.truth, read_findings(warehouse, run_id))
         sizes = _table_sizes(warehouse)
         row = {"night": night, "date": day.isoformat(), "servers": len(fleet.servers), "wall": wall,
-               "driver_rss": peaks.driver, "jvm_rss": peaks.jvm, "recall": s.recall,
+               "driver_rss": peaks.driver, "jvm_rss": peaks.jvm, "workers_rss": peaks.workers, "recall": s.recall,
                "expected": len(s.expected), "missed": sorted(map(list, s.missed)),
                "false_positives": sorted(map(list, s.false_positives)), "tables": sizes,
                "change": change.line() if change else ""}
@@ -250,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         disk = sum(t["disk_bytes"] + t["log_bytes"] for t in sizes.values())
         files = sum(t["files"] for t in sizes.values())
         print(f"night {night:3d} {day}  servers {len(fleet.servers):,}  wall {wall:6.1f} s  driver "
-              f"{peaks.driver / 2**20:5.0f} MB  JVM {peaks.jvm / 2**20:6.0f} MB  tables {total / 2**20:7.1f} MB "
+              f"{peaks.driver / 2**20:5.0f} MB  JVM {peaks.jvm / 2**20:6.0f} MB  workers {peaks.workers / 2**20:5.0f} MB  tables {total / 2**20:7.1f} MB "
               f"in {files:,} files (disk with logs {disk / 2**20:7.1f} MB)  recall {100 * s.recall:.0f} % "
               f"({len(s.expected) - len(s.missed)}/{len(s.expected)})  false positives {len(s.false_positives)}  "
               f"{row['change']}", flush=True)
@@ -262,8 +269,9 @@ def main(argv: list[str] | None = None) -> int:
             queries[night] = _queries(warehouse, day, work / f"queries{night:03d}.json", work / f"queries{night:03d}.log")
     first, last = rows[0], rows[-1]
     print()
-    print(f"last night vs night 1: wall {last['wall'] / first['wall']:.2f}x, driver peak RSS "
-          f"{last['driver_rss'] / first['driver_rss']:.2f}x, JVM peak RSS {last['jvm_rss'] / first['jvm_rss']:.2f}x")
+    ratio = lambda key: f"{last[key] / first[key]:.2f}x" if first.get(key) else "n/a"  # noqa: E731
+    print(f"last night vs night 1: wall {ratio('wall')}, driver peak RSS {ratio('driver_rss')}, "
+          f"JVM peak RSS {ratio('jvm_rss')}, Python workers' peak RSS {ratio('workers_rss')}")
     print()
     print("| table | night 1 bytes | files | last night bytes | files | on disk | log files |")
     print("|---|---:|---:|---:|---:|---:|---:|")

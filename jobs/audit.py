@@ -799,52 +799,54 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
 
     servers, channels = table("servers"), table("channels")
     errors, binlogs, relay = table("collection_errors"), table("binary_logs"), table("relay_log_tail")
-    registry = merged_registry_frame(_read_or_empty(spark, warehouse, "uuid_registry"), servers,
-                                     run_id=run_id, run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
-    sc = spark.sparkContext
-    on = run_date
-    active, expired = active_silences(settings.silences, on), expired_silences(settings.silences, on)
-    for s in expired:
-        log.warning("silence %s expired on %s (%s): it no longer applies", s.id, s.expires, s.reason)
-    rules_b = sc.broadcast(rules_of(active))
-
-    group_rows, group_views = table_or_empty("group_replication"), table_or_empty("group_members")
-    snaps = with_group_state(snapshot_frame(servers, binlogs), group_rows).persist(StorageLevel.MEMORY_AND_DISK)
-    previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
-                      if previous_run_id else None)
-    # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
-    resolved = resolved_pairs(snaps, channels).persist(StorageLevel.MEMORY_AND_DISK)
-    pairs = pair_frame(resolved, snaps, relay, uuid_owner_frame(snaps, channels, registry))
-    # pair checks and purge horizons per slice of a source's pairs; the failover model once per
-    # source, without relay tails (each output cached: two readers)
-    pair_out = pair_output_frame(pairs).persist(StorageLevel.MEMORY_AND_DISK)
-    failover_out = failover_output_frame(failover_frame(resolved, snaps), run_id=run_id,
-                                         run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
-    pair_findings = output_of(pair_out, "finding").unionByName(output_of(failover_out, "finding"))
-    readiness, horizon = output_of(failover_out, "readiness"), output_of(pair_out, "horizon")
-    server_findings = server_frame(snaps, previous_snaps).mapInArrow(
-        audit_tasks.check_server_batches, _raw_spark_schema())
-    collection, resolution = job_finding_frames(servers, errors, channels, registry)
-    groups = replication_group_frame(channels)
-    if not groups.converged:
-        log.warning("replication groups did not converge in %d rounds: server_id is compared within the "
-                    "groups found so far (a shared server_id may be missed, none is invented)", groups.rounds)
-    replication_groups = group_frame(snaps, group_rows, group_views, channels).persist(StorageLevel.MEMORY_AND_DISK)
-    group_out = replication_groups.mapInArrow(
-        functools.partial(audit_tasks.group_batches, run_id=run_id, run_date=run_date),
-        _source_output_spark_schema()).persist(StorageLevel.MEMORY_AND_DISK)
-    group_findings = output_of(group_out, "finding")
-    readiness = readiness.unionByName(output_of(group_out, "readiness"))
-    raw = (pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
-           .unionByName(identity_frame(snaps, channels, groups.frame)).unionByName(group_findings))
-    current = (raw.groupBy("finding_key").agg(F.collect_list(F.struct(*RAW_FINDING_COLUMNS)).alias("rows"))
-               .mapInArrow(functools.partial(audit_tasks.finalize_batches, rules=rules_b),
-                           _raw_spark_schema(FINAL_FINDING_COLUMNS))
-               .persist(StorageLevel.MEMORY_AND_DISK))
-    previous = _read_or_empty(spark, warehouse, "findings", previous_run_id) if previous_run_id else _empty(spark, "findings")
-    failed = servers.where(F.col("status") == "failed").select("server")
-    joined = history_input(current, previous, failed).persist(StorageLevel.MEMORY_AND_DISK)
+    registry = snaps = resolved = pair_out = failover_out = replication_groups = group_out = None
+    current = joined = groups = rules_b = None
     try:
+        registry = merged_registry_frame(_read_or_empty(spark, warehouse, "uuid_registry"), servers,
+                                         run_id=run_id, run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
+        sc = spark.sparkContext
+        on = run_date
+        active, expired = active_silences(settings.silences, on), expired_silences(settings.silences, on)
+        for s in expired:
+            log.warning("silence %s expired on %s (%s): it no longer applies", s.id, s.expires, s.reason)
+        rules_b = sc.broadcast(rules_of(active))
+
+        group_rows, group_views = table_or_empty("group_replication"), table_or_empty("group_members")
+        snaps = with_group_state(snapshot_frame(servers, binlogs), group_rows).persist(StorageLevel.MEMORY_AND_DISK)
+        previous_snaps = (snapshot_frame(table("servers", previous_run_id), table("binary_logs", previous_run_id))
+                          if previous_run_id else None)
+        # the checks name the owner of an errant UUID: each pair carries the registry entries it can need
+        resolved = resolved_pairs(snaps, channels).persist(StorageLevel.MEMORY_AND_DISK)
+        pairs = pair_frame(resolved, snaps, relay, uuid_owner_frame(snaps, channels, registry))
+        # pair checks and purge horizons per slice of a source's pairs; the failover model once per
+        # source, without relay tails (each output cached: two readers)
+        pair_out = pair_output_frame(pairs).persist(StorageLevel.MEMORY_AND_DISK)
+        failover_out = failover_output_frame(failover_frame(resolved, snaps), run_id=run_id,
+                                             run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
+        pair_findings = output_of(pair_out, "finding").unionByName(output_of(failover_out, "finding"))
+        readiness, horizon = output_of(failover_out, "readiness"), output_of(pair_out, "horizon")
+        server_findings = server_frame(snaps, previous_snaps).mapInArrow(
+            audit_tasks.check_server_batches, _raw_spark_schema())
+        collection, resolution = job_finding_frames(servers, errors, channels, registry)
+        groups = replication_group_frame(channels)
+        if not groups.converged:
+            log.warning("replication groups did not converge in %d rounds: server_id is compared within the "
+                        "groups found so far (a shared server_id may be missed, none is invented)", groups.rounds)
+        replication_groups = group_frame(snaps, group_rows, group_views, channels).persist(StorageLevel.MEMORY_AND_DISK)
+        group_out = replication_groups.mapInArrow(
+            functools.partial(audit_tasks.group_batches, run_id=run_id, run_date=run_date),
+            _source_output_spark_schema()).persist(StorageLevel.MEMORY_AND_DISK)
+        group_findings = output_of(group_out, "finding")
+        readiness = readiness.unionByName(output_of(group_out, "readiness"))
+        raw = (pair_findings.unionByName(server_findings).unionByName(collection).unionByName(resolution)
+               .unionByName(identity_frame(snaps, channels, groups.frame)).unionByName(group_findings))
+        current = (raw.groupBy("finding_key").agg(F.collect_list(F.struct(*RAW_FINDING_COLUMNS)).alias("rows"))
+                   .mapInArrow(functools.partial(audit_tasks.finalize_batches, rules=rules_b),
+                               _raw_spark_schema(FINAL_FINDING_COLUMNS))
+                   .persist(StorageLevel.MEMORY_AND_DISK))
+        previous = _read_or_empty(spark, warehouse, "findings", previous_run_id) if previous_run_id else _empty(spark, "findings")
+        failed = servers.where(F.col("status") == "failed").select("server")
+        joined = history_input(current, previous, failed).persist(StorageLevel.MEMORY_AND_DISK)
         findings_df = joined.mapInArrow(functools.partial(
             audit_tasks.history_batches, run_id=run_id, run_date=run_date, output="findings"), FINDINGS.to_spark())
         alerts_df = joined.mapInArrow(functools.partial(
@@ -862,13 +864,15 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                          .join(snaps.select(F.col("server").alias("_s")), F.col("source_server") == F.col("_s"))
                          .count())
         server_counts = {r["status"]: r["count"] for r in servers.groupBy("status").count().collect()}
-    finally:
-        for df in (joined, current):
-            df.unpersist()
-        groups.unpersist()
-        for df in (pair_out, failover_out, resolved, group_out, snaps, registry, replication_groups):
-            df.unpersist()
-        rules_b.destroy()
+    finally:   # what was cached is released, also when a step above raised
+        for df in (joined, current, pair_out, failover_out, resolved, group_out, snaps, registry,
+                   replication_groups):
+            if df is not None:
+                df.unpersist()
+        if groups is not None:
+            groups.unpersist()
+        if rules_b is not None:
+            rules_b.destroy()
 
     # counters from what was written (bounded: per check, severity, status and silenced)
     written = table("findings")

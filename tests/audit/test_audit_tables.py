@@ -225,3 +225,21 @@ def test_explain_job_check_and_unknown():
     assert "blind" in explain_text("collection_failed")
     with pytest.raises(AuditError, match="known checks: .*source_unresolved"):
         explain_text("no_such_check")
+
+
+def test_a_failed_audit_releases_what_it_cached(spark, tmp_path, monkeypatch):
+    """An audit that raises part-way (here: while it groups the channels into replication groups,
+    after the registry, snapshots and pair outputs are cached) leaves nothing in Spark's cache: a
+    long-lived session (a notebook, `run`'s maintenance after a failure) keeps no stale run."""
+    import jobs.audit
+
+    def broken(channels):
+        raise RuntimeError("grouping failed")
+
+    wh = tmp_path / "wh"
+    write_run(spark, wh, ("run1", T1), repaired=False)
+    spark.catalog.clearCache()
+    monkeypatch.setattr(jobs.audit, "replication_group_frame", broken)
+    with pytest.raises(RuntimeError, match="grouping failed"):
+        audit_run(spark, config(wh, None), run_id="run1")
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()

@@ -78,6 +78,40 @@ def test_healthy_servers_stay_coherent_every_night(year):
                 assert (ch.source_host, ch.source_port, ch.source_uuid) == (src.host, src.port, src.server_uuid)
                 assert (ch.source_log_file, ch.read_pos) == (src.binary_logs[-1].name, src.binary_logs[-1].size)
                 assert ch.relay_events[-1][1] == "Xid", s.name
+                assert ch.last_queued and GtidSet.parse(ch.last_queued) <= GtidSet.parse(ch.retrieved), s.name
+
+
+def test_fault_scenarios_and_groups_never_change_while_they_last(year):
+    """A fault scenario's servers (and a Group Replication cluster's) are the same every night
+    until they are retired: their truth stays true."""
+    import dataclasses
+    import json
+
+    nights, _ = year
+    for before, after in zip(nights, nights[1:]):
+        still = {s.name: s for s in after.servers}
+        frozen = [s for unit in fault_units(before).values() for s in unit] + \
+            [s for s in before.servers if s.group is not None]
+        assert frozen
+        for s in frozen:
+            if s.name in still:
+                assert json.dumps(dataclasses.asdict(s)) == json.dumps(dataclasses.asdict(still[s.name])), s.name
+
+
+def test_a_moved_replica_starts_its_channel_afresh(year):
+    """A repointed replica's channel names its new source, and its Retrieved_Gtid_Set holds only
+    what that source sent since (CHANGE REPLICATION SOURCE TO deleted the relay logs)."""
+    nights, _ = year
+    moved = 0
+    for before, after in zip(nights, nights[1:]):
+        old = {s.name: s for s in before.servers}
+        for s in after.servers:
+            if s.name in old and len(s.channels) == 1 == len(old[s.name].channels) \
+                    and s.channels[0].source != old[s.name].channels[0].source:
+                moved += 1
+                got = GtidSet.parse(s.channels[0].retrieved)
+                assert got and got <= GtidSet.parse(s.gtid_executed) - GtidSet.parse(old[s.name].gtid_executed)
+    assert moved >= 3
 
 
 def test_the_truth_names_only_servers_of_the_fleet(year):

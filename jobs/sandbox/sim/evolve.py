@@ -14,13 +14,16 @@ the truth (the findings the audit must report) exact:
   never takes what a replica needs: every replica of a healthy cluster is caught up.
 * **Faults come and go.** Each fault scenario (a consistency fault's cluster, a collection
   fault's server) is repaired with probability ``1 / fault_nights`` (the DBA rebuilt it: its
-  servers are retired with their truth), and as many new ones of the next kinds are added.
+  servers are retired with their truth), and as many new ones of the same family (collection or
+  consistency) are added, their kinds taken in turn from an index that moves with the night.
 * **Servers are added and retired.** A healthy cluster is decommissioned with probability
   ``retire_rate``; as many servers are added as new healthy clusters.
 * **Replicas move.** With probability ``move_rate`` a cluster's last direct replica is repointed
-  (``CHANGE REPLICATION SOURCE TO`` with ``SOURCE_AUTO_POSITION``) to replicate from its first
-  replica, making a chain; a replica of a replica is repointed back to the cluster's source. The
-  moved channel keeps what it had received and then receives from its new source.
+  (``STOP REPLICA``, ``CHANGE REPLICATION SOURCE TO`` a new host and port with
+  ``SOURCE_AUTO_POSITION``, ``START REPLICA``) to replicate from its first replica, making a
+  chain; a replica of a replica is repointed back to the cluster's source. With both threads
+  stopped and no relay log position given, the change deletes the relay logs, so the channel's
+  Retrieved_Gtid_Set starts empty and holds what the new source sends.
 
 Group Replication clusters and fault scenarios do not write: their state is the scenario's.
 The same fleet, night and seed give the same next night (ports and addresses included).
@@ -126,7 +129,7 @@ def _receive(replica: SimServer, channel: SimChannel, upstream: SimServer, recei
     last = upstream.binary_logs[-1]
     prefix, _, number = channel.relay_log_file.rpartition(".")
     events, pos, end = FleetBuilder._relay_header(replica.mysql_version, replica, upstream, last.name, retrieved)
-    tail = last_gtids(received, 2) if received else last_gtids(retrieved, 2)
+    tail = last_gtids(received, 2) if received else last_gtids(retrieved, 2)   # none after a repoint
     for gtid in tail:
         ev, pos, end = transaction_events(gtid, pos, end, upstream.server_id)
         events += ev
@@ -187,7 +190,9 @@ def _move(servers: list[SimServer], rng: random.Random) -> bool:
         return False
     if replica.mysql_version.triple[:2] != upstream.mysql_version.triple[:2]:
         return False
-    _receive(replica, replica.channels[0], upstream, GtidSet.EMPTY)
+    channel = replica.channels[0]
+    channel.retrieved = ""        # the relay logs deleted by CHANGE REPLICATION SOURCE TO
+    _receive(replica, channel, upstream, GtidSet.EMPTY)
     return True
 
 
