@@ -75,12 +75,16 @@ def _is_fault_cluster(cluster: str) -> bool:
     return cluster.startswith("f")
 
 
+def _is_collection_fault(server: SimServer) -> bool:
+    return server.fault is not None or server.name.startswith("sa")
+
+
 def fault_units(fleet: SimFleet) -> dict[str, list[SimServer]]:
     """The fault scenarios of ``fleet``: a consistency fault's servers by its cluster, a collection
     fault's server by its name."""
     units: dict[str, list[SimServer]] = {}
     for s in fleet.servers:
-        if s.fault is not None or s.name.startswith("sa"):
+        if _is_collection_fault(s):
             units.setdefault(s.name, []).append(s)
         elif _is_fault_cluster(s.cluster):
             units.setdefault(s.cluster, []).append(s)
@@ -90,7 +94,7 @@ def fault_units(fleet: SimFleet) -> dict[str, list[SimServer]]:
 def _healthy_clusters(fleet: SimFleet) -> dict[str, list[SimServer]]:
     clusters: dict[str, list[SimServer]] = {}
     for s in fleet.servers:
-        if s.fault is None and not s.name.startswith("sa") and not _is_fault_cluster(s.cluster):
+        if not _is_collection_fault(s) and not _is_fault_cluster(s.cluster):
             clusters.setdefault(s.cluster, []).append(s)
     return clusters
 
@@ -102,16 +106,17 @@ def _retire(fleet: SimFleet, servers: list[SimServer]) -> None:
     fleet.readiness[:] = [r for r in fleet.readiness if r.source not in gone and r.candidate not in gone]
 
 
-def _last_gno(s: GtidSet, uuid: str) -> int:
-    return max((b for u, t, a, b in s if u == uuid and t is None), default=0)
+def _next_file(name: str) -> str:
+    """The file after ``name`` in its sequence: ``binlog.000007`` -> ``binlog.000008``."""
+    prefix, _, number = name.rpartition(".")
+    return f"{prefix}.{int(number) + 1:0{len(number)}d}"
 
 
 def _rotate(server: SimServer, written: GtidSet, keep: int) -> int:
     """A new binary log holding ``written``; files past ``keep`` purged. Returns the files purged."""
     executed = GtidSet.parse(server.gtid_executed)
     v = server.mysql_version
-    prefix, _, number = server.binary_logs[-1].name.rpartition(".")
-    server.binary_logs.append(SimBinlog(f"{prefix}.{int(number) + 1:0{len(number)}d}", _text(executed),
+    server.binary_logs.append(SimBinlog(_next_file(server.binary_logs[-1].name), _text(executed),
                                         _text(written), binlog_size(v, executed, written)))
     server.gtid_executed = _text(executed | written)
     purged = max(0, len(server.binary_logs) - keep)
@@ -127,7 +132,6 @@ def _receive(replica: SimServer, channel: SimChannel, upstream: SimServer, recei
     log a new file ending with the last transactions received, all applied."""
     retrieved = GtidSet.parse(channel.retrieved) | received
     last = upstream.binary_logs[-1]
-    prefix, _, number = channel.relay_log_file.rpartition(".")
     events, pos, end = FleetBuilder._relay_header(replica.mysql_version, replica, upstream, last.name, retrieved)
     tail = last_gtids(received, 2) if received else last_gtids(retrieved, 2)   # none after a repoint
     for gtid in tail:
@@ -137,7 +141,7 @@ def _receive(replica: SimServer, channel: SimChannel, upstream: SimServer, recei
     channel.source, channel.source_host, channel.source_port = upstream.name, upstream.host, upstream.port
     channel.source_uuid, channel.source_server_id = upstream.server_uuid, upstream.server_id
     channel.source_log_file, channel.read_pos, channel.exec_pos = last.name, last.size, last.size
-    channel.relay_log_file, channel.relay_log_pos = f"{prefix}.{int(number) + 1:0{len(number)}d}", pos
+    channel.relay_log_file, channel.relay_log_pos = _next_file(channel.relay_log_file), pos
     channel.relay_events = events
     channel.last_queued = _gtid_text(tail)
 
@@ -155,7 +159,7 @@ def _write(servers: list[SimServer], rng: random.Random, churn: Churn, change: N
             pending.remove(server)
             progressed = True
             if not server.channels:
-                last = _last_gno(GtidSet.parse(server.gtid_executed), server.server_uuid)
+                last = FleetBuilder._last_gno(GtidSet.parse(server.gtid_executed), server.server_uuid)
                 new = _iv(server.server_uuid, last + 1, last + rng.randint(*churn.writes))
                 change.transactions += new.count()
             else:
@@ -209,7 +213,7 @@ def next_night(fleet: SimFleet, night: int, *, churn: Churn = Churn(),
         _retire(fleet, unit)
     change.faults_repaired = len(repaired)
     for k, unit in enumerate(repaired):
-        is_collection = unit[0].fault is not None or unit[0].name.startswith("sa")
+        is_collection = _is_collection_fault(unit[0])
         prefix = f"{'sa' if is_collection else 'f'}{night:03d}x{k:03d}"
         # the next kinds in turn, by how many were added before: a year sees every kind
         kind = night * 7 + k
