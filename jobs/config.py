@@ -368,6 +368,7 @@ class MaintenanceSettings(_Frozen):
     log_retention_days: int = Field(default=30, ge=1)             # delta.logRetentionDuration
     checkpoint_interval: int = Field(default=10, ge=1, le=1000)     # delta.checkpointInterval
     staging_max_age_hours: int = Field(default=48, ge=1)   # a killed collection's staging is removed after
+    concurrent_tables: int = Field(default=4, ge=1, le=32)   # tables maintained at the same time
 
     @field_validator("retention_days", mode="before")
     @classmethod

@@ -8,14 +8,19 @@ For every table of the warehouse, in one Spark session:
    rewritten, so a steady night adds no commit for it.
 2. **Retention**: ``DELETE WHERE run_date < <date> - retention_days``. The predicate names only
    the partition column, so Delta drops whole files without reading them.
-3. **Compaction**: ``OPTIMIZE ... WHERE run_date >= <date> - optimize_days ZORDER BY (<the
-   columns the dashboards filter on>)``: one night's small files (and a rerun's) become one file
-   per partition; older partitions, already compacted, are not rewritten again.
+3. **Compaction**: ``OPTIMIZE ... WHERE run_date IN (<the partitions of the last optimize_days
+   days that hold two files or more below Delta's optimize.minFileSize>) ZORDER BY (<the columns
+   the dashboards filter on>)``: one night's small files (and a rerun's) become one file per
+   partition. A partition already compacted is not rewritten again (Delta's Z-order rewrites
+   even a partition of one file), and a table with nothing to compact gets no OPTIMIZE commit.
 4. **VACUUM** with the table's ``delta.deletedFileRetentionDuration``: the files removed by
    reruns, retention, compaction and the nightly whole-table replacement of ``uuid_registry``
    are deleted once older than that.
 
-Then, when every table is maintained (no ``--table``), the read stage's **staging** directories
+Tables are maintained ``maintenance.concurrent_tables`` at a time (threads of one Spark session:
+most of a table's time is the driver's own, replaying its log and committing, and small jobs of
+different tables share the executors). Then, when every table is maintained (no ``--table``), the
+read stage's **staging** directories
 that a killed collection left (``<warehouse>/_staging/collect/<run>``, :mod:`jobs.read_staging`)
 are deleted once nothing in them changed for ``staging_max_age_hours``.
 
@@ -27,7 +32,10 @@ import argparse
 import contextlib
 import datetime as dt
 import logging
+import re
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -152,6 +160,48 @@ def _metric(df, name: str) -> int:
     return int(value or 0)
 
 
+_RUN_DATE_DIR = re.compile(r"/run_date=(\d{4}-\d{2}-\d{2})/[^/]+$")
+
+
+def _compaction_filter(spark, uri: str, schema, since: dt.date) -> str | None:
+    """What OPTIMIZE should compact: ``None`` nothing, ``""`` the whole table, else a ``WHERE``.
+
+    A liquid-clustered table is always handed to OPTIMIZE (it clusters only what is not yet
+    clustered). Otherwise the table's files are counted by partition, and sized, with the
+    files that are smaller than Delta's ``optimize.minFileSize`` (the same rule Delta's own
+    compaction applies) counted: only a partition (of ``run_date >= since`` in a partitioned
+    table) holding two or more such files is compacted. Files outside ``run_date=<date>/``
+    directories (a layout this job does not write) fall back to the whole range.
+    """
+    if schema.cluster_by:
+        return ""
+    partitioned = "run_date" in schema.partition_by
+    since_clause = f"run_date >= DATE'{since.isoformat()}'"
+    files = spark.read.format("delta").load(uri).inputFiles()
+    min_size = int(spark.conf.get("spark.databricks.delta.optimize.minFileSize", str(1024 * 1024 * 1024)))
+    jvm = spark.sparkContext._jvm
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    small: Counter[str] = Counter()
+    for f in files:
+        day = None
+        if partitioned:
+            match = _RUN_DATE_DIR.search(f)
+            if match is None:
+                return since_clause
+            day = match.group(1)
+            if dt.date.fromisoformat(day) < since:
+                continue
+        path = jvm.org.apache.hadoop.fs.Path(f)
+        if path.getFileSystem(hadoop_conf).getFileStatus(path).getLen() < min_size:
+            small[day or ""] += 1
+    due = sorted(day for day, n in small.items() if n >= 2)
+    if not due:
+        return None
+    if not partitioned:
+        return ""
+    return "run_date IN (" + ", ".join(f"DATE'{day}'" for day in due) + ")"
+
+
 def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettings, *,
                    on: dt.date) -> TableMaintenance:
     """Properties, retention, compaction and VACUUM of one table (see the module docstring)."""
@@ -167,7 +217,6 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
         out.exists = False
         return out
     schema = get_table(name)
-    partitioned = "run_date" in schema.partition_by
     table = DeltaTable.forPath(spark, uri)
     out.properties_set = _set_properties(spark, uri, table_properties(
         log_retention_days=settings.log_retention_days,
@@ -184,22 +233,18 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
                 "cast(operationMetrics['numDeletedRows'] as bigint) AS n"), "n")
 
     if settings.optimize:
-        builder = table.optimize()
-        if partitioned:
-            since = on - dt.timedelta(days=settings.optimize_days)
-            builder = builder.where(f"run_date >= DATE'{since.isoformat()}'")
-        cols = list(settings.zorder.get(name, ()))
-        result = builder.executeZOrderBy(*cols) if cols else builder.executeCompaction()
-        out.files_compacted = _metric(result.selectExpr("metrics.numFilesRemoved AS n"), "n")
+        where = _compaction_filter(spark, uri, schema, on - dt.timedelta(days=settings.optimize_days))
+        if where is not None:
+            builder = table.optimize()
+            if where:
+                builder = builder.where(where)
+            cols = list(settings.zorder.get(name, ()))
+            result = builder.executeZOrderBy(*cols) if cols else builder.executeCompaction()
+            out.files_compacted = _metric(result.selectExpr("metrics.numFilesRemoved AS n"), "n")
 
     if settings.vacuum:
         before = table.history(1).select("version").collect()[0]["version"]
-        # VACUUM lists the table's directories with spark.sql.sources.parallelPartitionDiscovery
-        # .parallelism tasks (default 10,000: 68 s of empty tasks on a 2-core machine for a table
-        # of a few partitions); the cluster's parallelism is plenty for one table's directories
-        with _session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism",
-                           str(max(1, spark.sparkContext.defaultParallelism))):
-            _vacuum(spark, table, uri)
+        _vacuum(spark, table, uri)
         vac = table.history(3).where(f"version > {before} AND operation = 'VACUUM END'")
         out.files_vacuumed = _metric(vac.selectExpr(
             "cast(operationMetrics['numDeletedFiles'] as bigint) AS n"), "n")
@@ -236,8 +281,8 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
         raise MaintenanceError(f"unknown table(s) {unknown!r}")
     on = on or dt.datetime.now(dt.timezone.utc).date()
     warehouse = config.resolved_warehouse()
-    results = []
-    for name in names:
+
+    def one(name: str) -> TableMaintenance:
         try:
             result = maintain_table(spark, warehouse, name, settings, on=on)
         except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
@@ -245,7 +290,20 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
             result = TableMaintenance(table=name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         if result.exists:
             log.info("%s", result.line())
-        results.append(result)
+        return result
+
+    # VACUUM lists the table's directories with spark.sql.sources.parallelPartitionDiscovery
+    # .parallelism tasks (default 10,000: 68 s of empty tasks on a 2-core machine for a table of a
+    # few partitions); the cluster's parallelism is plenty for one table's directories. Set once
+    # for all the tables: a session setting is shared by the threads.
+    with _session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism",
+                       str(max(1, spark.sparkContext.defaultParallelism))):
+        if settings.concurrent_tables == 1 or len(names) == 1:
+            results: list[TableMaintenance | StagingCleanup] = [one(name) for name in names]
+        else:
+            with ThreadPoolExecutor(max_workers=settings.concurrent_tables,
+                                    thread_name_prefix="gtid-audit-maintain") as pool:
+                results = list(pool.map(one, names))
     if not tables:
         results.append(clean_staging(spark, warehouse, settings))
         log.info("%s", results[-1].line())

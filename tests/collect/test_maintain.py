@@ -89,6 +89,61 @@ def test_maintain_removes_old_partitions_compacts_and_vacuums(spark, tmp_path):
     assert props["delta.logRetentionDuration"] == "interval 30 days"
 
 
+def operations(table_dir) -> list[str]:
+    return [h["operation"] for h in DeltaTable(str(table_dir)).history()]
+
+
+def test_a_compacted_partition_is_not_rewritten_again(spark, tmp_path):
+    """OPTIMIZE touches only the recent partitions holding two files or more: tonight's two runs
+    become one file; a recent partition already of one file and an old partition of two (outside
+    optimize_days) are left as they are. Maintained again, the table gets no OPTIMIZE commit
+    (Delta's Z-order would rewrite every one-file partition of the window each night)."""
+    wh = str(tmp_path)
+    yesterday, old = ON - dt.timedelta(days=1), ON - dt.timedelta(days=10)
+    for run_id, day in (("r-old-1", old), ("r-old-2", old), ("r-yesterday", yesterday), ("r-a", ON), ("r-b", ON)):
+        rows = relay_rows(run_id, day, n=1 if day == yesterday else 3)   # one row: one file
+        write_run_rows(spark, "relay_log_tail", rows, warehouse=wh, run_id=run_id)
+    table_dir = tmp_path / "relay_log_tail"
+    files = {day: {a["path"] for a in add_actions(table_dir) if a["partition.run_date"] == day}
+             for day in (old, yesterday, ON)}
+    assert len(files[old]) >= 2 and len(files[yesterday]) == 1 and len(files[ON]) >= 2   # the positive control
+    cfg = config(tmp_path, vacuum=False, optimize_days=3)
+
+    [first] = maintain_tables(spark, cfg, on=ON, tables=["relay_log_tail"])
+
+    assert first.error is None and first.files_compacted == len(files[ON]), first.line()
+    after = {day: {a["path"] for a in add_actions(table_dir) if a["partition.run_date"] == day}
+             for day in (old, yesterday, ON)}
+    assert after[old] == files[old] and after[yesterday] == files[yesterday]
+    assert len(after[ON]) == 1 and not after[ON] & files[ON]
+    assert operations(table_dir).count("OPTIMIZE") == 1
+
+    [second] = maintain_tables(spark, cfg, on=ON, tables=["relay_log_tail"])
+
+    assert second.error is None and second.files_compacted == 0, second.line()
+    assert operations(table_dir).count("OPTIMIZE") == 1
+    assert {a["path"] for a in add_actions(table_dir)} == set().union(*after.values())
+
+
+def test_tables_are_maintained_concurrently_with_the_same_outcome(spark, tmp_path):
+    """concurrent_tables = 1 and 4 report the same results, in the order of the tables."""
+    names = ["channels", "relay_log_tail", "servers"]
+    outcomes = {}
+    for concurrency in (1, 4):
+        wh = tmp_path / f"wh{concurrency}"
+        for run_id in ("r-a", "r-b"):
+            write_run_rows(spark, "relay_log_tail", relay_rows(run_id, ON), warehouse=str(wh), run_id=run_id)
+            for table in ("channels", "servers"):
+                write_run_rows(spark, table, [full_row(table, run_id=run_id, run_date=ON, server="db-a1")],
+                               warehouse=str(wh), run_id=run_id)
+        results = maintain_tables(spark, config(wh, concurrent_tables=concurrency, vacuum=False), on=ON,
+                                  tables=names)
+        outcomes[concurrency] = [(r.table, r.error, r.files_compacted) for r in results]
+    assert outcomes[1] == outcomes[4]
+    assert [(table, error) for table, error, _ in outcomes[4]] == [(name, None) for name in names]
+    assert all(compacted >= 2 for _, _, compacted in outcomes[4]), outcomes[4]
+
+
 def test_tables_are_created_with_the_default_properties(spark, tmp_path):
     """A new table carries the log retention, deleted-file retention and checkpoint interval."""
     write_run_rows(spark, "relay_log_tail", relay_rows("r1", ON), warehouse=str(tmp_path), run_id="r1")
