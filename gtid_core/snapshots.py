@@ -473,6 +473,7 @@ class ChannelSnapshot:
     relay_tail_first_event: int | None = None
     applier_event_type: str | None = None
     applier_event_gtid: str | None = None
+    gtid_executed_reread: GtidSet | None = None
 
     @classmethod
     def from_rows(
@@ -493,8 +494,10 @@ class ChannelSnapshot:
         transaction; False: they do), ``relay_tail_first_event`` (how many events before the
         rows the reader dropped: above 0, the rows may start inside a transaction whose Gtid
         event is not among them) and ``applier_event_type`` / ``applier_event_gtid`` (the
-        event at Relay_Log_File:Relay_Log_Pos, read when the rows lack a Gtid event). Missing =
-        None = unknown."""
+        event at Relay_Log_File:Relay_Log_Pos, read when the rows lack a Gtid event) and
+        ``gtid_executed_reread`` (@@GLOBAL.gtid_executed read after the row, when the row showed
+        a caught-up applier with retrieved GTIDs outside Executed_Gtid_Set). Missing = None =
+        unknown."""
         s = _Row(replica_status, "SHOW REPLICA STATUS")
         c = _Row(connection_status, "performance_schema.replication_connection_status")
         a = _Row(applier_status, "performance_schema.replication_applier_status")
@@ -562,6 +565,7 @@ class ChannelSnapshot:
             relay_tail_first_event=s.int("relay_tail_first_event"),
             applier_event_type=s.text("applier_event_type"),
             applier_event_gtid=s.text("applier_event_gtid"),
+            gtid_executed_reread=s.gtid_set("gtid_executed_reread"),
         )
 
     @property

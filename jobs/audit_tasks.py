@@ -206,7 +206,7 @@ _CHANNEL_COLUMNS = ("channel_name", "source_host", "source_port", "source_uuid",
                     "read_source_log_pos", "relay_log_file", "relay_log_pos", "relay_source_log_file",
                     "exec_source_log_pos", "seconds_behind_source", "sql_delay", "relay_tail_events",
                     "relay_tail_file", "relay_tail_truncated", "relay_tail_first_event", "applier_event_type",
-                    "applier_event_gtid", "read_at",
+                    "applier_event_gtid", "gtid_executed_reread", "read_at",
                     *_CONNECTION_COLUMNS, *_APPLIER_CONFIG_COLUMNS)
 _SERVER_COLUMNS = ("read_at", "read_started_at", "master_info_repository", "replica_parallel_type", "server_uuid", "server_id", "version", "gtid_mode", "enforce_gtid_consistency",
                    "gtid_executed", "gtid_purged", "log_bin", "log_replica_updates", "sync_binlog",

@@ -1170,8 +1170,42 @@ class ServerReader:
                 row["assign_gtids_to_anonymous_transactions_type"] = _text(ap.get("ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE"))
                 row["assign_gtids_to_anonymous_transactions_value"] = _text(ap.get("ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE"))
             out.append(row)
+        self._reread_gtid_executed(out)
         self.result.channels.extend(out)
         return out, {name: {**r, "_read_at": receiver_at} for name, r in receiver.items() if name in GROUP_CHANNELS}
+
+    def _reread_gtid_executed(self, rows: Sequence[dict[str, Any]]) -> None:
+        """``gtid_executed_reread`` of each status row that shows the applier caught up (the same
+        source file and Exec_Source_Log_Pos = Read_Source_Log_Pos) with retrieved GTIDs outside
+        its Executed_Gtid_Set: one ``SELECT @@GLOBAL.gtid_executed`` after the rows, for all of
+        them. The server fills Executed_Gtid_Set before it reads the positions, so a transaction
+        committed in between looks lost (``replica_gtid_history_lost`` gives the server code);
+        the later read holds it. A healthy idle or lagging replica costs no statement."""
+        from gtid_core import GtidSet
+
+        suspicious = []
+        for row in rows:
+            file, exec_file = row.get("source_log_file"), row.get("relay_source_log_file")
+            read_pos, exec_pos = row.get("read_source_log_pos"), row.get("exec_source_log_pos")
+            retrieved, executed = row.get("retrieved_gtid_set"), row.get("executed_gtid_set")
+            if not file or read_pos is None or (exec_file, exec_pos) != (file, read_pos) or not retrieved:
+                continue
+            try:
+                if GtidSet.parse(retrieved) <= GtidSet.parse(executed or ""):
+                    continue
+            except ValueError:     # already an unparseable_value row; the check cannot use the row
+                continue
+            suspicious.append(row)
+        if not suspicious:
+            return
+        sql = "SELECT @@GLOBAL.gtid_executed AS gtid_executed"
+        result, _ = self.query(sql)
+        if not result:
+            return
+        text = self.convert(result[0].get("gtid_executed"), "text", "@@GLOBAL.gtid_executed", sql)
+        self.check_gtid_text(text, "@@GLOBAL.gtid_executed", sql)
+        for row in suspicious:
+            row["gtid_executed_reread"] = text
 
     def _read_group(self, group_name: str, group_channels: Mapping[str, Mapping[str, Any]]) -> None:
         """The ``group_replication`` row and the ``group_members`` rows of a group member:

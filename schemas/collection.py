@@ -95,7 +95,8 @@ SERVERS = register(TableSchema(
 
 CHANNELS = register(TableSchema(
     name="channels",
-    version=3,
+    version=4,
+    upgrades_from=3,
     description="One row per replica channel (SHOW REPLICA STATUS / SHOW SLAVE STATUS row), "
                 "joined with performance_schema receiver state and applier configuration.",
     key=("run_id", "server", "channel_name"),
@@ -172,6 +173,11 @@ CHANNELS = register(TableSchema(
           "read only when the stored tail ends in a group whose Gtid-type event it lacks"),
         C("applier_event_gtid", L.STRING, True,
           "the GTID that event announces when it is a Gtid-type event (ANONYMOUS for Anonymous_Gtid)"),
+        C("gtid_executed_reread", L.STRING, True,
+          "@@GLOBAL.gtid_executed read again right after the status row, only when that row showed the "
+          "applier caught up (equal positions) with retrieved GTIDs outside its Executed_Gtid_Set: the "
+          "server reads Executed_Gtid_Set before the positions, so a transaction committed in between "
+          "looks lost; NULL when not needed or not read", since=4),
     ),
 ))
 

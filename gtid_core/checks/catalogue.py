@@ -142,7 +142,8 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           None,
           "Restore the history: SET GLOBAL gtid_purged = '+<lost set>' on the replica (8.0+; on older "
           "servers after RESET MASTER set the whole set), after checking the data really contains those "
-          "transactions. On 5.6.15-5.7.5 do it before the replica reconnects."),
+          "transactions. On 5.6.15-5.7.5 do it before the replica reconnects.",
+          version=2),  # v2: a loss is what a read of gtid_executed after the status row still lacks
     _info("replica_gtid_holes", Severity.WARNING, "pair",
           "Replica lacks source transactions below its highest GTID",
           "For a UUID, the source has intervals that the replica neither executed nor retrieved although "

@@ -183,9 +183,20 @@ def check_replica_gtid_history_lost(pair: _Pair) -> list[Finding]:
     read all relay log"; a delayed (SOURCE_DELAY) or stopped applier shows Exec < Read. With a
     parallel applier Exec_Source_Log_Pos is the low-water mark, so it never claims too much.
     A RESET followed by SET GLOBAL gtid_purged covering the retrieved set is not a loss.
-    Blind spot / possible transient false positive: the server fills Executed_Gtid_Set before it
-    reads the channel's fields, so a transaction received *and* applied within that one statement
-    shows as retrieved but not executed; such a finding does not repeat at the next run.
+
+    The race it rules out: SHOW REPLICA STATUS fills Executed_Gtid_Set first (under
+    global_sid_lock) and reads the positions last (under mi/rli->data_lock), in
+    show_slave_status_send_data (rpl_slave.cc 5.7, rpl_replica.cc 8.0-9.7). A transaction
+    retrieved earlier but committed between the two reads is retrieved, not in the row's
+    Executed_Gtid_Set, and yet covered by the row's Exec_Source_Log_Pos: a healthy busy replica
+    looks as if it lost it. The positions themselves never run ahead of a commit:
+    Xid_apply_log_event::do_apply_event installs the new group positions only after do_commit
+    (the single-threaded applier), and mta_checkpoint_routine moves the low-water mark only past
+    transactions the workers have committed (the multi-threaded one). So the collector reads
+    @@GLOBAL.gtid_executed again right after such a row (``gtid_executed_reread``): everything
+    the row's positions cover was committed before that later read, and only what it still lacks
+    is reported (gtid_executed only grows, except by the RESET this check looks for). Without
+    that read (older collections, the read failed) the row's own set is used, as before.
 
     Critical on 5.6.15-5.7.5 when the last retrieved GTID is among the lost ones (Bug #72392: it is
     left out of the announced set, fetched again, and applied twice); warning otherwise (the
@@ -199,6 +210,11 @@ def check_replica_gtid_history_lost(pair: _Pair) -> list[Finding]:
     lost = retrieved - executed
     if not lost or pair.channel.applier_caught_up is not True:
         return []
+    reread = pair.channel.gtid_executed_reread
+    if reread is not None:
+        lost = lost - reread           # committed between the row's two reads: not lost
+        if not lost:
+            return []
     version = pair.replica.version
     last = _last_retrieved_gtid(pair.channel, pair.tail)
     severity = Severity.WARNING
@@ -221,6 +237,7 @@ def check_replica_gtid_history_lost(pair: _Pair) -> list[Finding]:
     )
     ev = pair.base_evidence()
     ev["replica_gtid_executed"] = _text(executed)
+    ev["replica_gtid_executed_reread"] = _text(reread)
     ev["last_retrieved_gtid"] = str(last) if last else None
     remediation = (
         f"After checking that the data contains them, restore the history on {pair.replica_name}: "

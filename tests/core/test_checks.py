@@ -570,6 +570,23 @@ def test_bug_72392_is_critical_on_5620():
     assert "72392" in f.detail and f"{S}:10" in f.detail
 
 
+def test_history_lost_is_what_a_later_gtid_executed_still_lacks():
+    """SHOW REPLICA STATUS reads Executed_Gtid_Set before the positions: a row of a busy healthy replica can show
+    S:6-10 retrieved, not executed, and the applier caught up. The collector's later read of gtid_executed holds
+    them: no finding. What the later read still lacks is reported, and without it the row alone decides."""
+    rep = server("rep", R, executed=f"{S}:1-5")
+    committed_meanwhile = channel(f"{S}:1-10", f"{S}:1-5", gtid_executed_reread=f"{S}:1-10")
+    assert "replica_gtid_history_lost" not in ids(pair(rep, committed_meanwhile, None))
+    partly = channel(f"{S}:1-10", f"{S}:1-5", gtid_executed_reread=f"{S}:1-8")
+    f = one(pair(rep, partly, None), "replica_gtid_history_lost")
+    assert f.gtid_set == G(f"{S}:9-10") and f.evidence["replica_gtid_executed_reread"] == f"{S}:1-8"
+    after_reset = channel(f"{S}:1-10", "", gtid_executed_reread="")
+    assert one(pair(server("rep", R, executed=""), after_reset, None),
+               "replica_gtid_history_lost").gtid_set == G(f"{S}:1-10")
+    assert one(pair(rep, channel(f"{S}:1-10", f"{S}:1-5"), None), "replica_gtid_history_lost").gtid_set \
+        == G(f"{S}:6-10")
+
+
 def test_history_lost_negative_while_applier_lags():
     """Retrieved ⊄ executed while the applier still has work is ordinary lag, not a loss."""
     rep = server("rep", R, executed=f"{S}:1-5")

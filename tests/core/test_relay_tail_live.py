@@ -168,6 +168,7 @@ def test_delayed_replica_holding_a_large_complete_transaction_is_silent(fleet):
     assert "incomplete_relay_log_tail" not in found
     assert row["relay_tail_first_event"] > 0 and row["relay_tail_truncated"] is False
     assert "Gtid" not in {r["event_type"] for r in tail} and tail[-1]["event_type"] == "Xid"
+    assert row.get("gtid_executed_reread") is None     # lagging: Exec < Read, no second read of gtid_executed
 
     rep.execute("STOP REPLICA IO_THREAD FOR CHANNEL ''")
     row, tail, found = audit(fleet)
@@ -194,3 +195,26 @@ def _wait(predicate, timeout: float = 60.0):
         if time.monotonic() > deadline:
             raise AssertionError("timed out")
         time.sleep(0.1)
+
+
+def test_a_reset_replica_is_read_again_and_still_reported_a_healthy_one_is_not_read_again(fleet):
+    """replica_gtid_history_lost through the collector: a caught-up healthy replica costs no second read of
+    gtid_executed; after RESET BINARY LOGS AND GTIDS its status row shows the received GTIDs outside
+    Executed_Gtid_Set with equal positions, the collector reads @@GLOBAL.gtid_executed again after the row (the
+    race this rules out is in the check's docstring), the later read still lacks them, and the finding names
+    exactly what the server's GTID_SUBTRACT gives."""
+    src, rep = fleet.server("src"), fleet.server("rep")
+    src.execute(f"CREATE DATABASE IF NOT EXISTS {DB}", f"CREATE TABLE {DB}.t (id INT PRIMARY KEY)",
+                f"INSERT INTO {DB}.t VALUES (1)")
+    fleet.wait_caught_up()
+    row, _, found = audit(fleet)
+    assert row.get("gtid_executed_reread") is None and "replica_gtid_history_lost" not in found
+
+    rep.execute("RESET BINARY LOGS AND GTIDS")
+    _wait(lambda: (lambda r: r["Exec_Source_Log_Pos"] == r["Read_Source_Log_Pos"])(rep.query("SHOW REPLICA STATUS")[0]))
+    row, _, found = audit(fleet)
+    assert row["gtid_executed_reread"] == "" == rep.gtid_executed()
+    lost = rep.query_value("SELECT GTID_SUBTRACT(%s, @@GLOBAL.gtid_executed)", (row["retrieved_gtid_set"],))
+    finding = found["replica_gtid_history_lost"]
+    assert finding.gtid_set == GtidSet.parse(lost) and finding.gtid_set.count() == 3
+    assert finding.evidence["replica_gtid_executed_reread"] == ""
