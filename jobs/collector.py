@@ -1170,25 +1170,32 @@ class ServerReader:
                 row["assign_gtids_to_anonymous_transactions_type"] = _text(ap.get("ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE"))
                 row["assign_gtids_to_anonymous_transactions_value"] = _text(ap.get("ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE"))
             out.append(row)
+        self.result.channels.extend(out)   # kept even when the read below fails (its _Stop ends the read)
         self._reread_gtid_executed(out)
-        self.result.channels.extend(out)
         return out, {name: {**r, "_read_at": receiver_at} for name, r in receiver.items() if name in GROUP_CHANNELS}
 
     def _reread_gtid_executed(self, rows: Sequence[dict[str, Any]]) -> None:
-        """``gtid_executed_reread`` of each status row that shows the applier caught up (the same
-        source file and Exec_Source_Log_Pos = Read_Source_Log_Pos) with retrieved GTIDs outside
-        its Executed_Gtid_Set: one ``SELECT @@GLOBAL.gtid_executed`` after the rows, for all of
-        them. The server fills Executed_Gtid_Set before it reads the positions, so a transaction
-        committed in between looks lost (``replica_gtid_history_lost`` gives the server code);
-        the later read holds it. A healthy idle or lagging replica costs no statement."""
-        from gtid_core import GtidSet
+        """``gtid_executed_reread`` of each status row that shows the applier caught up (as
+        ``ChannelSnapshot.applier_caught_up`` decides it) with retrieved GTIDs outside its
+        Executed_Gtid_Set: one ``SELECT @@GLOBAL.gtid_executed`` after the rows, for all of
+        them. The server fills Executed_Gtid_Set before it reads the positions and the states,
+        so a transaction committed in between looks lost (``replica_gtid_history_lost`` gives
+        the server code); the later read holds it. A healthy idle or lagging replica costs no
+        statement."""
+        from gtid_core import ChannelSnapshot, GtidSet
 
         suspicious = []
         for row in rows:
-            file, exec_file = row.get("source_log_file"), row.get("relay_source_log_file")
-            read_pos, exec_pos = row.get("read_source_log_pos"), row.get("exec_source_log_pos")
             retrieved, executed = row.get("retrieved_gtid_set"), row.get("executed_gtid_set")
-            if not file or read_pos is None or (exec_file, exec_pos) != (file, read_pos) or not retrieved:
+            if not retrieved:
+                continue
+            caught_up = ChannelSnapshot(
+                source_log_file=row.get("source_log_file"), read_source_log_pos=row.get("read_source_log_pos"),
+                relay_source_log_file=row.get("relay_source_log_file"),
+                exec_source_log_pos=row.get("exec_source_log_pos"),
+                sql_running=(row.get("sql_running") or "").upper() or None,
+                sql_running_state=row.get("sql_running_state")).applier_caught_up
+            if caught_up is not True:
                 continue
             try:
                 if GtidSet.parse(retrieved) <= GtidSet.parse(executed or ""):

@@ -186,7 +186,7 @@ def check_replica_gtid_history_lost(pair: _Pair) -> list[Finding]:
 
     The race it rules out: SHOW REPLICA STATUS fills Executed_Gtid_Set first (under
     global_sid_lock) and reads the positions last (under mi/rli->data_lock), in
-    show_slave_status_send_data (rpl_slave.cc 5.7, rpl_replica.cc 8.0-9.7). A transaction
+    show_slave_status_send_data (rpl_slave.cc up to 8.0.25, rpl_replica.cc from 8.0.26). A transaction
     retrieved earlier but committed between the two reads is retrieved, not in the row's
     Executed_Gtid_Set, and yet covered by the row's Exec_Source_Log_Pos: a healthy busy replica
     looks as if it lost it. The positions themselves never run ahead of a commit:

@@ -76,6 +76,9 @@ class SimChannel:
     auto_position: int = 1
     last_queued: str = ""
     queueing: str = ""       # QUEUEING_TRANSACTION (8.0.2+): a receiver stopped inside a group
+    # Executed_Gtid_Set as SHOW REPLICA STATUS shows it when it filled that column before a commit
+    # and the positions after it (None: gtid_executed, as almost always)
+    status_executed: str | None = None
 
 
 @dataclass
@@ -793,6 +796,19 @@ class FleetBuilder:
         rep.binary_logs = [SimBinlog("binlog.000001", "", "", binlog_size(rep.mysql_version, GtidSet.EMPTY,
                                                                           GtidSet.EMPTY))]
         self.truth_of("replica_gtid_history_lost", rep.name, src.name, "warning", "reset_replica")
+        return [src, rep]
+
+    def status_race(self, cluster: str, version: str = "8.0.36") -> list[SimServer]:
+        """A healthy caught-up replica read at the wrong instant: SHOW REPLICA STATUS filled
+        Executed_Gtid_Set just before the applier committed the last retrieved transaction and
+        read the positions just after (show_slave_status_send_data reads the set first), so the
+        row shows that GTID retrieved, not executed, and the applier caught up. Nothing is wrong:
+        no finding (the collector's later read of gtid_executed holds it)."""
+        src = self.source(f"{cluster}-s", version, cluster, old_uuids=0, purge=False)
+        rep = self.replica(f"{cluster}-r1", src)
+        [ch] = rep.channels
+        last = GtidSet.parse(_gtid_text(last_gtids(GtidSet.parse(ch.retrieved), 1)))
+        ch.status_executed = _text(GtidSet.parse(rep.gtid_executed) - last)
         return [src, rep]
 
     def relay_tail(self, cluster: str, version: str = "5.6.20", *, rows: int = 1) -> list[SimServer]:

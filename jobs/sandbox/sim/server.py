@@ -344,7 +344,7 @@ class SimSession:
             "SQL_Delay": 0, "SQL_Remaining_Delay": None,
             "Replica_SQL_Running_State": ch.sql_state if sql else "", "Source_Retry_Count": 86400,
             "Last_IO_Error_Timestamp": "261123 07:59:58" if ch.last_io_errno else "",
-            "Retrieved_Gtid_Set": ch.retrieved, "Executed_Gtid_Set": self.values["gtid_executed"],
+            "Retrieved_Gtid_Set": ch.retrieved, "Executed_Gtid_Set": self.values["gtid_executed"] if ch.status_executed is None else ch.status_executed,
             "Auto_Position": ch.auto_position, "Channel_Name": ch.name, "Get_Source_public_key": 0,
         }
         return values.get(col, "")
