@@ -201,8 +201,8 @@ def _compaction_filter(spark, uri: str, schema, since: dt.date) -> str | None:
             if file_system.getFileStatus(path).getLen() < min_size:
                 small[day] += 1
     except Exception as exc:  # noqa: BLE001 - a file gone or a store refusing: compact as before, VACUUM still runs
-        log.info("sizing the files of %s failed (%s): compacting the whole window", uri,
-                 str(exc).splitlines()[0][:200])
+        log.warning("sizing the files of %s failed (%s): compacting the whole window", uri,
+                    (str(exc).splitlines() or [type(exc).__name__])[0][:200])
         return since_clause if partitioned else ""
     due = sorted(day for day, n in small.items() if n >= 2)
     if not due:

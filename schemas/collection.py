@@ -175,7 +175,7 @@ CHANNELS = register(TableSchema(
           "the GTID that event announces when it is a Gtid-type event (ANONYMOUS for Anonymous_Gtid)"),
         C("gtid_executed_reread", L.STRING, True,
           "@@GLOBAL.gtid_executed read again right after the status row, only when that row showed the "
-          "applier caught up (equal positions) with retrieved GTIDs outside its Executed_Gtid_Set: the "
+          "applier caught up (equal positions, or 'has read all relay log' when they are unknown) with retrieved GTIDs outside its Executed_Gtid_Set: the "
           "server reads Executed_Gtid_Set before the positions, so a transaction committed in between "
           "looks lost; NULL when not needed or not read", since=4),
     ),

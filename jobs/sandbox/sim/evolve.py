@@ -144,6 +144,7 @@ def _receive(replica: SimServer, channel: SimChannel, upstream: SimServer, recei
     channel.relay_log_file, channel.relay_log_pos = _next_file(channel.relay_log_file), pos
     channel.relay_events = events
     channel.last_queued = _gtid_text(tail)
+    channel.status_executed = None     # a row read across a commit is one instant, not a state that lasts
 
 
 def _write(servers: list[SimServer], rng: random.Random, churn: Churn, change: NightChange) -> None:
