@@ -61,6 +61,13 @@ log = logging.getLogger("gtid_audit.delta_io")
 DELTA_EXTENSION_CLASS = "io.delta.sql.DeltaSparkSessionExtension"
 #: What the ``runs.writer`` column records: the one library that writes the tables.
 WRITER = "delta-spark"
+#: The Delta write option of optimized writes (delta-spark's ``DeltaOptimizedWriterExec``): the
+#: rows are shuffled by partition before the write into bins of up to
+#: ``spark.databricks.delta.optimizeWrite.binSize``, so a night's partition of a table is one file
+#: (or a few large ones), not one per task. Without it every nightly write left one small file per
+#: task and maintenance's OPTIMIZE rewrote them, a second commit and a second copy of the night
+#: for every table (issue #20, docs/benchmarks.md "A simulated year").
+OPTIMIZE_WRITE = "optimizeWrite"
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
 
 
@@ -287,6 +294,7 @@ def write_run_frame(spark, schema: TableSchema | str, df, *, warehouse: str, run
     _prepare(spark, schema, uri)
     (_conform(df, schema).write.format("delta").mode("overwrite")
      .option("replaceWhere", predicate)
+     .option(OPTIMIZE_WRITE, "true")
      .option("userMetadata", _commit_marker(schema))
      .save(uri))
     log.debug("wrote %s (run %s)", schema.name, run_id)
@@ -298,7 +306,7 @@ def overwrite_frame(spark, schema: TableSchema | str, df, *, warehouse: str) -> 
     schema = _schema(schema)
     uri = table_uri(warehouse, schema.name)
     _prepare(spark, schema, uri)
-    (_conform(df, schema).write.format("delta").mode("overwrite")
+    (_conform(df, schema).write.format("delta").mode("overwrite").option(OPTIMIZE_WRITE, "true")
      .option("userMetadata", _commit_marker(schema)).save(uri))
     log.debug("replaced %s", schema.name)
 

@@ -125,6 +125,25 @@ def test_a_compacted_partition_is_not_rewritten_again(spark, tmp_path):
     assert {a["path"] for a in add_actions(table_dir)} == set().union(*after.values())
 
 
+def test_a_nights_write_is_one_file_and_leaves_nothing_to_compact(spark, tmp_path):
+    """A run's rows spread over four tasks are written as one file of their partition (optimized
+    writes), so maintenance has nothing to compact: no OPTIMIZE commit, the file kept. Before,
+    each task wrote its own file and every night's partition was rewritten by OPTIMIZE."""
+    wh = str(tmp_path)
+    frame = frame_from_rows(spark, "relay_log_tail", relay_rows("r-a", ON, n=40)).repartition(4)
+    assert frame.rdd.getNumPartitions() == 4   # the positive control: four writing tasks
+    write_run_frame(spark, "relay_log_tail", frame, warehouse=wh, run_id="r-a", run_date=ON)
+    table_dir = tmp_path / "relay_log_tail"
+    [written] = [a["path"] for a in add_actions(table_dir)]
+
+    [result] = maintain_tables(spark, config(tmp_path, vacuum=False), on=ON, tables=["relay_log_tail"])
+
+    assert result.error is None and result.files_compacted == 0, result.line()
+    assert "OPTIMIZE" not in operations(table_dir)
+    assert [a["path"] for a in add_actions(table_dir)] == [written]
+    assert read_arrow(wh, "relay_log_tail").num_rows == 40
+
+
 def test_tables_are_maintained_concurrently_with_the_same_outcome(spark, tmp_path):
     """concurrent_tables = 1 and 4 report the same results, in the order of the tables; a table whose log is
     broken fails alone, the tables around it are still maintained."""
