@@ -10,12 +10,15 @@ For every table of the warehouse, in one Spark session:
    the partition column, so Delta drops whole files without reading them.
 3. **Compaction**: ``OPTIMIZE ... WHERE run_date IN (<the partitions of the last optimize_days
    days that hold two files or more below Delta's optimize.minFileSize>) ZORDER BY (<the columns
-   the dashboards filter on>)``: one night's small files (and a rerun's) become one file per
-   partition. A partition already compacted is not rewritten again (Delta's Z-order rewrites
-   even a partition of one file), and a table with nothing to compact gets no OPTIMIZE commit.
+   the dashboards filter on>)``: a partition's small files (a rerun's beside the night's) become
+   one file. The nightly writes are optimized writes (``jobs.delta_io.OPTIMIZE_WRITE``), so a
+   night alone leaves one file per partition and nothing to compact. A partition already
+   compacted is not rewritten again (Delta's Z-order rewrites even a partition of one file), and
+   a table with nothing to compact gets no OPTIMIZE commit.
 4. **VACUUM** with the table's ``delta.deletedFileRetentionDuration``: the files removed by
    reruns, retention, compaction and the nightly whole-table replacement of ``uuid_registry``
-   are deleted once older than that.
+   are deleted once older than that. A table whose history since its last VACUUM holds no
+   removal old enough to delete is not vacuumed (:func:`_vacuum_due`): no VACUUM commits.
 
 Tables are maintained ``maintenance.concurrent_tables`` at a time (threads of one Spark session:
 most of a table's time is the driver's own, replaying its log and committing, and small jobs of
@@ -152,6 +155,49 @@ def _vacuum(spark, table, uri: str) -> None:
         table.vacuum()
 
 
+#: Operations whose commits never remove a data file (they add files or change metadata only).
+#: ``WRITE`` is judged by its ``numRemovedFiles`` metric; any other operation is taken to remove.
+_NO_REMOVAL = frozenset({"CREATE TABLE", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "ADD COLUMNS",
+                         "CHANGE COLUMN", "VACUUM START", "VACUUM END"})
+#: Allowance between a commit's timestamp and the deletion timestamps of its removed files (set
+#: when its transaction began), so that a long transaction's removals are not missed.
+_VACUUM_SLACK_MS = 3600 * 1000
+
+
+def _removes_files(operation: str, metrics) -> bool:
+    if operation in _NO_REMOVAL:
+        return False
+    if operation == "WRITE":
+        return (metrics or {}).get("numRemovedFiles") != "0"
+    return True
+
+
+def _vacuum_due(spark, table, retention_hours: int) -> bool:
+    """Whether VACUUM could delete anything now: a commit that removed files (an overwrite that
+    replaced files, DELETE, OPTIMIZE, MERGE, ...) since the files the last VACUUM left in place
+    (those removed less than the retention before it ran) and old enough to be past the
+    retention now. A table never vacuumed, or whose history does not say, is vacuumed.
+
+    Times are the JVM's clock and the commits' timestamps, as VACUUM's own horizon is. A night
+    whose writes only add files (most tables, most nights) thus costs no VACUUM and no two VACUUM
+    commits. What this cannot see: files in the table's directory that no commit ever named (a
+    write that failed before committing); a full VACUUM (``table.vacuum()``, or ``VACUUM`` in SQL)
+    deletes those, and LITE, which this job runs, never does."""
+    from pyspark.sql import functions as F
+
+    rows = (table.history().select(F.unix_millis("timestamp").alias("ms"), "operation", "operationMetrics")
+            .collect())
+    starts = [r["ms"] for r in rows if r["operation"] == "VACUUM START"]
+    if not starts:
+        return True
+    retention_ms = retention_hours * 3600 * 1000
+    left_from = max(starts) - retention_ms - _VACUUM_SLACK_MS     # removed since: the last VACUUM kept them
+    now_ms = spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
+    deletable_to = now_ms - retention_ms + _VACUUM_SLACK_MS        # removed before: past the retention now
+    return any(left_from <= r["ms"] <= deletable_to and _removes_files(r["operation"], r["operationMetrics"])
+               for r in rows)
+
+
 def _metric(df, name: str) -> int:
     rows = df.collect()
     if not rows or name not in rows[0].asDict():
@@ -200,7 +246,7 @@ def _compaction_filter(spark, uri: str, schema, since: dt.date) -> str | None:
             file_system = file_system or path.getFileSystem(hadoop_conf)   # one table: one file system
             if file_system.getFileStatus(path).getLen() < min_size:
                 small[day] += 1
-    except Exception as exc:  # noqa: BLE001 - a file gone or a store refusing: compact as before, VACUUM still runs
+    except Exception as exc:  # noqa: BLE001 - a store refusing the lookup: compact as before, VACUUM still runs
         log.warning("sizing the files of %s failed (%s): compacting the whole window", uri,
                     (str(exc).splitlines() or [type(exc).__name__])[0][:200])
         return since_clause if partitioned else ""
@@ -252,7 +298,7 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
             result = builder.executeZOrderBy(*cols) if cols else builder.executeCompaction()
             out.files_compacted = _metric(result.selectExpr("metrics.numFilesRemoved AS n"), "n")
 
-    if settings.vacuum:
+    if settings.vacuum and _vacuum_due(spark, table, settings.deleted_file_retention_hours):
         before = table.history(1).select("version").collect()[0]["version"]
         _vacuum(spark, table, uri)
         vac = table.history(3).where(f"version > {before} AND operation = 'VACUUM END'")

@@ -144,6 +144,77 @@ def test_a_nights_write_is_one_file_and_leaves_nothing_to_compact(spark, tmp_pat
     assert read_arrow(wh, "relay_log_tail").num_rows == 40
 
 
+def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_path):
+    """A table never vacuumed is vacuumed; after a night that only added files, no VACUUM (no
+    commits); after a rerun replaced a file, VACUUM deletes it. With a week's retention, a file
+    removed just now is not deletable yet, so that night is not vacuumed either."""
+    wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
+
+    def night(run_id, day, retention_hours):
+        write_run_rows(spark, "relay_log_tail", relay_rows(run_id, day), warehouse=wh, run_id=run_id)
+        time.sleep(1)  # VACUUM keeps files removed less than the retention (0 h here) ago, to the ms
+        [result] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=retention_hours),
+                                   on=ON, tables=["relay_log_tail"])
+        assert result.error is None, result.line()
+        return result, operations(table_dir).count("VACUUM START")
+
+    assert night("r-a", ON - dt.timedelta(days=1), 0)[1] == 1              # never vacuumed: vacuumed
+    assert night("r-b", ON, 0)[1] == 1                                      # only added: not vacuumed
+    replaced = {a["path"] for a in add_actions(table_dir) if a["partition.run_date"] == ON}
+    assert night("r-b", ON, 168)[1] == 1         # a rerun: one file removed, a week's retention not past
+    result, vacuums = night("r-c", ON - dt.timedelta(days=2), 0)   # no retention: that file is deletable now
+    assert vacuums == 2 and result.files_vacuumed == 1
+    assert not replaced & parquet_on_disk(table_dir)
+    assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
+
+
+class _SizingRefused:
+    """The test session as ``_compaction_filter`` sees it, except that the file system's size
+    lookup fails, as a store refusing the status call of a file does."""
+
+    def __init__(self, spark):
+        self._spark = spark
+        self.read, self.conf = spark.read, spark.conf
+
+    @property
+    def sparkContext(self):
+        spark = self._spark
+
+        class _Refusing:
+            _jsc = spark.sparkContext._jsc
+
+            class _jvm:
+                class org:
+                    class apache:
+                        class hadoop:
+                            class fs:
+                                @staticmethod
+                                def Path(path):
+                                    raise PermissionError(f"status of {path} refused")
+        return _Refusing()
+
+
+def test_files_that_cannot_be_sized_fall_back_to_the_whole_window(spark, tmp_path, caplog):
+    """When the files cannot be sized, compaction names the whole optimize window (as before
+    stop 36) with a warning naming the table, instead of failing; with sizing, the same table
+    names only its partition of two files."""
+    from jobs.maintain import _compaction_filter
+
+    wh = str(tmp_path)
+    for run_id, day in (("r-a", ON), ("r-b", ON)):
+        write_run_rows(spark, "relay_log_tail", relay_rows(run_id, day), warehouse=wh, run_id=run_id)
+    uri, schema, since = str(tmp_path / "relay_log_tail"), get_table("relay_log_tail"), ON - dt.timedelta(days=3)
+    assert _compaction_filter(spark, uri, schema, since) == f"run_date IN (DATE'{ON.isoformat()}')"
+
+    with caplog.at_level("WARNING", logger="gtid_audit.maintain"):
+        where = _compaction_filter(_SizingRefused(spark), uri, schema, since)
+
+    assert where == f"run_date >= DATE'{since.isoformat()}'"
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"sizing the files of {uri} failed (status of ") and "refused" in warning
+    assert warning.endswith(": compacting the whole window")
+
+
 def test_tables_are_maintained_concurrently_with_the_same_outcome(spark, tmp_path):
     """concurrent_tables = 1 and 4 report the same results, in the order of the tables; a table whose log is
     broken fails alone, the tables around it are still maintained."""
