@@ -14,6 +14,7 @@ naming the jars and the fix, when they do not.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -21,7 +22,8 @@ from typing import Mapping
 from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
-__all__ = ["build_session", "session_conf", "delta_conf", "DRIVER_BOUNDS", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES"]
+__all__ = ["build_session", "session_conf", "delta_conf", "DRIVER_BOUNDS", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES",
+           "local_defaults"]
 
 #: Quiet log4j2 configuration for sessions the job starts itself.
 LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
@@ -60,13 +62,38 @@ LOCAL_TEST_CONF: Mapping[str, str] = {
     "spark.databricks.delta.snapshotPartitions": "1",
 }
 
-#: Defaults of a session the job starts in local mode, below the user's ``spark.conf``: Delta
-#: rebuilds a table's state with ``snapshotPartitions`` tasks (50 by default), and a nightly
-#: table's log is small, so on one machine a few partitions avoid hundreds of idle tasks.
-LOCAL_DEFAULTS: Mapping[str, str] = {
-    "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.sql.shuffle.partitions": "8",
-}
+#: Shuffle partitions of a local session per core it runs tasks on.
+LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 4
+
+
+def local_cores(master: str) -> int:
+    """The task slots of a local master: ``local`` 1, ``local[N]`` N, ``local[*]`` the machine's
+    cores (``local[N,F]`` and ``local[*,F]`` alike: F is the task retries), and
+    ``local-cluster[W,C,M]`` W workers of C cores."""
+    master = master.strip()
+    cluster = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]", master)
+    if cluster is not None:
+        return max(1, int(cluster.group(1)) * int(cluster.group(2)))
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+    if match is None:
+        raise ValueError(f"not a local master: {master!r}")
+    slots = match.group(1)
+    if slots is None:
+        return 1
+    return (os.cpu_count() or 1) if slots == "*" else max(1, int(slots))
+
+
+def local_defaults(master: str) -> dict[str, str]:
+    """Defaults of a session the job starts in local mode, below the user's ``spark.conf``,
+    sized by the master's cores rather than pinned (issue #19): Spark's 200 shuffle partitions
+    are hundreds of idle tasks on one machine, so a local session has
+    ``LOCAL_SHUFFLE_PARTITIONS_PER_CORE`` per core (8 on this 2-core machine, 64 on 16 cores:
+    the audit's Python stages keep every core busy, with adaptive execution coalescing what is
+    small). Delta rebuilds a table's state with ``snapshotPartitions`` tasks (50 by default);
+    a nightly table's log is small, so one per core."""
+    cores = local_cores(master)
+    return {"spark.databricks.delta.snapshotPartitions": str(cores),
+            "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS_PER_CORE * cores)}
 
 
 def _names_delta(value: str) -> bool:
@@ -125,7 +152,7 @@ def build_session(settings: SparkSettings | None = None):
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")
-        for key, value in LOCAL_DEFAULTS.items():
+        for key, value in local_defaults(master).items():
             builder = builder.config(key, value)
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)

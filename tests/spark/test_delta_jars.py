@@ -214,3 +214,18 @@ def test_spark_submit_without_delta_jars_is_a_clear_error(tmp_path):
     assert "SESSION-STARTED" not in output
     assert "DeltaClassesMissingError" in output, output[-3000:]
     assert "io.delta:delta-spark_4.2_2.13:4.4.0" in output and "--jars" in output
+
+
+@pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[3]", 3), ("local[4,2]", 4),
+                                               ("local[*]", os.cpu_count()), ("local[*, 3]", os.cpu_count()),
+                                               ("local-cluster[2,3,1024]", 6)])
+def test_local_sessions_size_their_shuffle_by_cores(master, cores):
+    """Issue #19: no pinned shuffle partitions; a local session gets 4 per core and one Delta
+    snapshot partition per core, and a master that is not local is refused by name."""
+    from jobs.spark import local_cores, local_defaults
+
+    assert local_cores(master) == cores
+    assert local_defaults(master) == {"spark.sql.shuffle.partitions": str(4 * cores),
+                                      "spark.databricks.delta.snapshotPartitions": str(cores)}
+    with pytest.raises(ValueError, match="spark://h:7077"):
+        local_cores("spark://h:7077")
