@@ -174,28 +174,51 @@ def _removes_files(operation: str, metrics) -> bool:
 
 def _vacuum_due(spark, table, retention_hours: int) -> bool:
     """Whether VACUUM could delete anything now: a commit that removed files (an overwrite that
-    replaced files, DELETE, OPTIMIZE, MERGE, ...) since the files the last VACUUM left in place
-    (those removed less than the retention before it ran) and old enough to be past the
-    retention now. A table never vacuumed, or whose history does not say, is vacuumed.
+    replaced files, DELETE, OPTIMIZE, MERGE, ...) since the files the last completed VACUUM left
+    in place (those removed less than its retention before it ran: the retention it used, from
+    its START commit, or today's if longer) and old enough to be past today's retention. A table
+    with no completed VACUUM in its history is vacuumed; so is every table whose VACUUMs are not
+    logged (:func:`maintain_tables` turns Delta's VACUUM logging on, which Delta leaves off on
+    S3 by default).
 
-    Times are the JVM's clock and the commits' timestamps, as VACUUM's own horizon is. A night
-    whose writes only add files (most tables, most nights) thus costs no VACUUM and no two VACUUM
-    commits. What this cannot see: files in the table's directory that no commit ever named (a
-    write that failed before committing); a full VACUUM (``table.vacuum()``, or ``VACUUM`` in SQL)
+    Times are the JVM's clock and the commits' timestamps, as VACUUM's own horizon is; an hour's
+    allowance either side (Delta stamps a removed file when its transaction starts, never after
+    its commit). A night whose writes only add files (most tables, most nights) thus costs no
+    VACUUM and no two VACUUM commits; a removal makes its table vacuumed on one night or two
+    around its retention's end. What this cannot see: files in the table's directory that no
+    commit ever named (a write that failed before committing); a full VACUUM (``VACUUM`` in SQL)
     deletes those, and LITE, which this job runs, never does."""
     from pyspark.sql import functions as F
 
-    rows = (table.history().select(F.unix_millis("timestamp").alias("ms"), "operation", "operationMetrics")
+    rows = (table.history()
+            .select("version", F.unix_millis("timestamp").alias("ms"), "operation", "operationParameters",
+                    "operationMetrics")
             .collect())
-    starts = [r["ms"] for r in rows if r["operation"] == "VACUUM START"]
+    completed = [r["version"] for r in rows if r["operation"] == "VACUUM END"
+                 and str((r["operationParameters"] or {}).get("status", "")).upper() == "COMPLETED"]
+    if not completed:
+        return True
+    last_end = max(completed)
+    starts = [r for r in rows if r["operation"] == "VACUUM START" and r["version"] < last_end]
     if not starts:
         return True
+    start = max(starts, key=lambda r: r["version"])
     retention_ms = retention_hours * 3600 * 1000
-    left_from = max(starts) - retention_ms - _VACUUM_SLACK_MS     # removed since: the last VACUUM kept them
+    used_ms = max([retention_ms] + [_millis(start["operationParameters"], key)
+                                    for key in ("specifiedRetentionMillis", "defaultRetentionMillis")])
+    left_from = start["ms"] - used_ms - _VACUUM_SLACK_MS         # removed since: the last VACUUM kept them
     now_ms = spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
-    deletable_to = now_ms - retention_ms + _VACUUM_SLACK_MS        # removed before: past the retention now
+    deletable_to = now_ms - retention_ms + _VACUUM_SLACK_MS      # removed before: past the retention now
     return any(left_from <= r["ms"] <= deletable_to and _removes_files(r["operation"], r["operationMetrics"])
                for r in rows)
+
+
+def _millis(parameters, key: str) -> int:
+    """A VACUUM START parameter in milliseconds (0 when absent or not a number)."""
+    try:
+        return int(str((parameters or {}).get(key)).strip('"'))
+    except ValueError:
+        return 0
 
 
 def _metric(df, name: str) -> int:
@@ -246,7 +269,7 @@ def _compaction_filter(spark, uri: str, schema, since: dt.date) -> str | None:
             file_system = file_system or path.getFileSystem(hadoop_conf)   # one table: one file system
             if file_system.getFileStatus(path).getLen() < min_size:
                 small[day] += 1
-    except Exception as exc:  # noqa: BLE001 - a store refusing the lookup: compact as before, VACUUM still runs
+    except Exception as exc:  # noqa: BLE001 - a store refusing the lookup: compact as before; VACUUM is decided as usual
         log.warning("sizing the files of %s failed (%s): compacting the whole window", uri,
                     (str(exc).splitlines() or [type(exc).__name__])[0][:200])
         return since_clause if partitioned else ""
@@ -352,8 +375,11 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
     # .parallelism tasks (default 10,000: 68 s of empty tasks on a 2-core machine for a table of a
     # few partitions); the cluster's parallelism is plenty for one table's directories. Set once
     # for all the tables: a session setting is shared by the threads.
+    # Delta logs VACUUM (its START and END commits) only on some file systems unless told to; on
+    # S3 it does not, and without them _vacuum_due cannot tell that a table was vacuumed.
     with _session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism",
-                       str(max(1, spark.sparkContext.defaultParallelism))):
+                       str(max(1, spark.sparkContext.defaultParallelism))), \
+            _session_conf(spark, "spark.databricks.delta.vacuum.logging.enabled", "true"):
         if settings.concurrent_tables == 1 or len(names) == 1:
             results: list[TableMaintenance | StagingCleanup] = [one(name) for name in names]
         else:

@@ -129,8 +129,10 @@ def stage_reads(spark, rows, uri: str):
     """Write ``rows`` (an RDD of staging rows whose computation performs the reads) as the Delta
     table ``uri``, in one Spark job: the reads run in that job's tasks, which write their own
     output. Returns the staging table as a DataFrame, read back from ``uri``."""
+    # never an optimized write, whatever the session says: its shuffle would stand between the
+    # reads and this write, and a lost executor would then perform the reads again
     (spark.createDataFrame(rows, schema=staging_schema())
-     .write.format("delta").mode("overwrite").save(uri))
+     .write.format("delta").mode("overwrite").option("optimizeWrite", "false").save(uri))
     return read_stage(spark, uri)
 
 

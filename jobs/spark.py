@@ -14,7 +14,6 @@ naming the jars and the fix, when they do not.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -66,32 +65,16 @@ LOCAL_TEST_CONF: Mapping[str, str] = {
 LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 4
 
 
-def local_cores(master: str) -> int:
-    """The task slots of a local master: ``local`` 1, ``local[N]`` N, ``local[*]`` the machine's
-    cores (``local[N,F]`` and ``local[*,F]`` alike: F is the task retries), and
-    ``local-cluster[W,C,M]`` W workers of C cores."""
-    master = master.strip()
-    cluster = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]", master)
-    if cluster is not None:
-        return max(1, int(cluster.group(1)) * int(cluster.group(2)))
-    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
-    if match is None:
-        raise ValueError(f"not a local master: {master!r}")
-    slots = match.group(1)
-    if slots is None:
-        return 1
-    return (os.cpu_count() or 1) if slots == "*" else max(1, int(slots))
-
-
-def local_defaults(master: str) -> dict[str, str]:
-    """Defaults of a session the job starts in local mode, below the user's ``spark.conf``,
-    sized by the master's cores rather than pinned (issue #19): Spark's 200 shuffle partitions
-    are hundreds of idle tasks on one machine, so a local session has
-    ``LOCAL_SHUFFLE_PARTITIONS_PER_CORE`` per core (8 on this 2-core machine, 64 on 16 cores:
-    the audit's Python stages keep every core busy, with adaptive execution coalescing what is
-    small). Delta rebuilds a table's state with ``snapshotPartitions`` tasks (50 by default);
+def local_defaults(cores: int) -> dict[str, str]:
+    """Defaults of a session the job starts in local mode with ``cores`` task slots (Spark's
+    ``defaultParallelism``, which follows the JVM's view of the CPUs, container limits
+    included), below the user's ``spark.conf``: sized by the cores rather than pinned (issue
+    #19). Spark's 200 shuffle partitions are hundreds of idle tasks on one machine, so a local
+    session has ``LOCAL_SHUFFLE_PARTITIONS_PER_CORE`` per core (8 on this 2-core machine, 64 on
+    16 cores: the audit's Python stages keep every core busy, adaptive execution coalesces what
+    is small). Delta rebuilds a table's state with ``snapshotPartitions`` tasks (50 by default);
     a nightly table's log is small, so one per core."""
-    cores = local_cores(master)
+    cores = max(1, int(cores))
     return {"spark.databricks.delta.snapshotPartitions": str(cores),
             "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS_PER_CORE * cores)}
 
@@ -152,12 +135,14 @@ def build_session(settings: SparkSettings | None = None):
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")
-        for key, value in local_defaults(master).items():
-            builder = builder.config(key, value)
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(settings.log_level)
+    if master.startswith("local"):
+        for key, value in local_defaults(session.sparkContext.defaultParallelism).items():
+            if key not in settings.conf:
+                session.conf.set(key, value)
     require_delta_classes(session)
     return session
 

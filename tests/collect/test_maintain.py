@@ -144,10 +144,13 @@ def test_a_nights_write_is_one_file_and_leaves_nothing_to_compact(spark, tmp_pat
     assert read_arrow(wh, "relay_log_tail").num_rows == 40
 
 
-def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_path):
+def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_path, monkeypatch):
     """A table never vacuumed is vacuumed; after a night that only added files, no VACUUM (no
     commits); after a rerun replaced a file, VACUUM deletes it. With a week's retention, a file
-    removed just now is not deletable yet, so that night is not vacuumed either."""
+    removed just now is not deletable yet, so that night is not vacuumed either. Without the
+    hour's allowance, a removal the last VACUUM already deleted does not call for another."""
+    import jobs.maintain
+
     wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
 
     def night(run_id, day, retention_hours):
@@ -166,6 +169,33 @@ def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_p
     assert vacuums == 2 and result.files_vacuumed == 1
     assert not replaced & parquet_on_disk(table_dir)
     assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
+    monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
+    assert night("r-d", ON - dt.timedelta(days=3), 0)[1] == 2   # the rerun's removal: vacuumed already
+
+
+def test_a_shorter_retention_vacuums_what_the_last_vacuum_kept(spark, tmp_path, monkeypatch):
+    """The last VACUUM ran with a week's retention and kept a file removed just before it; once
+    the retention is lowered to zero, the next maintenance vacuums (the window of the last
+    VACUUM is its own retention's, not today's) and the file leaves the disk."""
+    import jobs.maintain
+
+    monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
+    wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
+    for _ in range(2):   # a run and its rerun: the first file removed
+        write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")
+    removed = parquet_on_disk(table_dir) - {a["path"] for a in add_actions(table_dir)}
+    assert len(removed) == 1
+    [kept] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=168), on=ON,
+                             tables=["relay_log_tail"])
+    assert kept.error is None and kept.files_vacuumed == 0 and removed <= parquet_on_disk(table_dir)
+    assert operations(table_dir).count("VACUUM START") == 1
+    time.sleep(1)
+
+    [result] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=0), on=ON,
+                               tables=["relay_log_tail"])
+
+    assert result.error is None and result.files_vacuumed == 1, result.line()
+    assert not removed & parquet_on_disk(table_dir)
 
 
 class _SizingRefused:

@@ -216,16 +216,26 @@ def test_spark_submit_without_delta_jars_is_a_clear_error(tmp_path):
     assert "io.delta:delta-spark_4.2_2.13:4.4.0" in output and "--jars" in output
 
 
-@pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[3]", 3), ("local[4,2]", 4),
-                                               ("local[*]", os.cpu_count()), ("local[*, 3]", os.cpu_count()),
-                                               ("local-cluster[2,3,1024]", 6)])
-def test_local_sessions_size_their_shuffle_by_cores(master, cores):
-    """Issue #19: no pinned shuffle partitions; a local session gets 4 per core and one Delta
-    snapshot partition per core, and a master that is not local is refused by name."""
-    from jobs.spark import local_cores, local_defaults
+@pytest.mark.parametrize("cores", [1, 2, 3, 16])
+def test_local_sessions_size_their_shuffle_by_cores(cores):
+    """Issue #19: no pinned shuffle partitions; a local session gets 4 per core of its
+    defaultParallelism and one Delta snapshot partition per core."""
+    from jobs.spark import local_defaults
 
-    assert local_cores(master) == cores
-    assert local_defaults(master) == {"spark.sql.shuffle.partitions": str(4 * cores),
-                                      "spark.databricks.delta.snapshotPartitions": str(cores)}
-    with pytest.raises(ValueError, match="spark://h:7077"):
-        local_cores("spark://h:7077")
+    assert local_defaults(cores) == {"spark.sql.shuffle.partitions": str(4 * cores),
+                                     "spark.databricks.delta.snapshotPartitions": str(cores)}
+
+
+def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path, real_jars):
+    """build_session on local[3] (a JVM of its own): 12 shuffle partitions, and the user's
+    snapshotPartitions wins over the default."""
+    script = ("from jobs.config import SparkSettings\nfrom jobs.spark import build_session\n"
+              "s = build_session(SparkSettings(master='local[3]', conf={'spark.databricks.delta.snapshotPartitions': '5'}))\n"
+              "print('CONF', s.conf.get('spark.sql.shuffle.partitions'), s.conf.get('spark.databricks.delta.snapshotPartitions'))\n"
+              "s.stop()\n")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "CONF 12 5" in done.stdout, done.stdout[-2000:]
