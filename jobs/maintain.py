@@ -17,8 +17,8 @@ For every table of the warehouse, in one Spark session:
    a table with nothing to compact gets no OPTIMIZE commit.
 4. **VACUUM** with the table's ``delta.deletedFileRetentionDuration``: the files removed by
    reruns, retention, compaction and the nightly whole-table replacement of ``uuid_registry``
-   are deleted once older than that. A table whose history since its last VACUUM holds no
-   removal old enough to delete is not vacuumed (:func:`_vacuum_due`): no VACUUM commits.
+   are deleted once older than that. A table whose history since its last completed VACUUM
+   holds no removal old enough to delete is not vacuumed (:func:`_vacuum_due`): no VACUUM commits.
 
 Tables are maintained ``maintenance.concurrent_tables`` at a time (threads of one Spark session:
 most of a table's time is the driver's own, replaying its log and committing, and small jobs of

@@ -40,6 +40,7 @@ import secrets
 from typing import Any, Iterable, Iterator
 
 from jobs.collector import PLAIN_TEXT, REPLAN, REUSED_HEADER, read_partition
+from jobs.delta_io import OPTIMIZE_WRITE
 from jobs.read_plan import Probe
 from schemas import get_table
 
@@ -132,7 +133,7 @@ def stage_reads(spark, rows, uri: str):
     # never an optimized write, whatever the session says: its shuffle would stand between the
     # reads and this write, and a lost executor would then perform the reads again
     (spark.createDataFrame(rows, schema=staging_schema())
-     .write.format("delta").mode("overwrite").option("optimizeWrite", "false").save(uri))
+     .write.format("delta").mode("overwrite").option(OPTIMIZE_WRITE, "false").save(uri))
     return read_stage(spark, uri)
 
 

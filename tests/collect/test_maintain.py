@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+from types import SimpleNamespace
 
 import pytest
 from deltalake import DeltaTable
@@ -198,30 +199,16 @@ def test_a_shorter_retention_vacuums_what_the_last_vacuum_kept(spark, tmp_path, 
     assert not removed & parquet_on_disk(table_dir)
 
 
-class _SizingRefused:
+def _sizing_refused(spark):
     """The test session as ``_compaction_filter`` sees it, except that the file system's size
     lookup fails, as a store refusing the status call of a file does."""
+    def refuse(path):
+        raise PermissionError(f"status of {path} refused")
 
-    def __init__(self, spark):
-        self._spark = spark
-        self.read, self.conf = spark.read, spark.conf
-
-    @property
-    def sparkContext(self):
-        spark = self._spark
-
-        class _Refusing:
-            _jsc = spark.sparkContext._jsc
-
-            class _jvm:
-                class org:
-                    class apache:
-                        class hadoop:
-                            class fs:
-                                @staticmethod
-                                def Path(path):
-                                    raise PermissionError(f"status of {path} refused")
-        return _Refusing()
+    hadoop = SimpleNamespace(fs=SimpleNamespace(Path=refuse))
+    jvm = SimpleNamespace(org=SimpleNamespace(apache=SimpleNamespace(hadoop=hadoop)))
+    return SimpleNamespace(read=spark.read, conf=spark.conf,
+                           sparkContext=SimpleNamespace(_jsc=spark.sparkContext._jsc, _jvm=jvm))
 
 
 def test_files_that_cannot_be_sized_fall_back_to_the_whole_window(spark, tmp_path, caplog):
@@ -237,7 +224,7 @@ def test_files_that_cannot_be_sized_fall_back_to_the_whole_window(spark, tmp_pat
     assert _compaction_filter(spark, uri, schema, since) == f"run_date IN (DATE'{ON.isoformat()}')"
 
     with caplog.at_level("WARNING", logger="gtid_audit.maintain"):
-        where = _compaction_filter(_SizingRefused(spark), uri, schema, since)
+        where = _compaction_filter(_sizing_refused(spark), uri, schema, since)
 
     assert where == f"run_date >= DATE'{since.isoformat()}'"
     [warning] = [r.getMessage() for r in caplog.records]
