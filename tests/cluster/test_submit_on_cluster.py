@@ -1,12 +1,12 @@
 """What a user deploys, run on a real Spark standalone cluster: `make dist`, then
 `deploy/submit.sh` in client mode against a sandbox fleet with one injected fault, the config
 shipped with --files, Delta's jars with --jars, the event log on. Its findings equal a local
-run's on the same fleet state, and the work ran on both workers. And when the executors are lost
-after the read, before the snapshot tables are written, no server is read a second time (issue
-#20, docs/collection.md "Write").
+run's on the same fleet state, and the work ran on both workers, although every executor was
+lost after the read, before the snapshot tables were written; and no server was read a second
+time (issue #20, docs/collection.md "Write").
 
-The fleet, its local-mode night and the built artefacts are made once for the module; each test
-submits its own application to the module's cluster."""
+The fleet, its local-mode night, the built artefacts and the one submitted application are made
+once for the module; each test checks its part of what they left."""
 from __future__ import annotations
 
 import json
@@ -184,43 +184,6 @@ def _submit_env(cluster, night, tmp_path: Path, event_dir: Path) -> dict[str, st
                 SPARK_CONF_DIR=str(_spark_defaults(tmp_path / "spark-conf", event_dir)))
 
 
-def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, spark, tmp_path):
-    """submit.sh on a 2-worker cluster writes the same open findings as a local-mode run, with tasks on both workers."""
-    errant, local_rc, local_wh = night["errant"], night["local_rc"], night["local_wh"]
-    assert local_rc == 2  # 2: open critical findings (the errant transaction)
-
-    # 3. deploy/submit.sh in client mode against the cluster; the config only reaches the driver
-    #    through --files (the submit directory has no audit.yaml)
-    run = _submit_setup(spark_cluster, night, tmp_path)
-    shipped, cluster_wh, event_dir, submit_cwd, env = run.shipped, run.warehouse, run.event_dir, run.cwd, run.env
-    cluster_rc, cluster_out = _run([REPO / "deploy" / "submit.sh", shipped], cwd=submit_cwd, env=env)
-    assert cluster_rc == local_rc, cluster_out[-6000:]
-    assert "gtid_audit_main: --config audit.yaml from --files: " in cluster_out
-
-    # (a) the same findings as the local run, and the injected fault among them
-    local_findings, cluster_findings = _findings(spark, local_wh), _findings(spark, cluster_wh)
-    assert cluster_findings == local_findings
-    errant_rows = [f for f in cluster_findings if f[0] == "errant_transactions"]
-    assert [(f[1], f[2], f[4]) for f in errant_rows] == [("r1", "src", "critical")]
-    assert errant_rows[0][5].replace("\n", "") == errant.gtid_sets["errant"].replace("\n", "")
-
-    # (b) successful tasks on both workers: executor ids from the event log, each executor's
-    #     worker from the directory that worker made for it
-    events = _events(event_dir)
-    app_id = next(e["App ID"] for e in events if e["Event"] == "SparkListenerApplicationStart")
-    added = {e["Executor ID"]: e["Executor Info"] for e in events if e["Event"] == "SparkListenerExecutorAdded"}
-    ran = {e["Task Info"]["Executor ID"] for e in events
-           if e["Event"] == "SparkListenerTaskEnd" and e["Task End Reason"]["Reason"] == "Success"}
-    assert {info["Host"] for info in added.values()} == {"127.0.0.1"}
-    assert ran <= set(added)
-    worker_of = {executor.name: i for i in range(2)
-                 for executor in (spark_cluster.work_dir(i) / app_id).iterdir() if executor.is_dir()}
-    assert set(worker_of) == set(added), (worker_of, added)
-    for executor, info in added.items():  # the executor's log pages are served by its worker
-        assert f":{spark_cluster.workers[worker_of[executor]].web_port}/" in info["Log Urls"]["stdout"]
-    assert {worker_of[e] for e in ran} == {0, 1}
-
-
 def _driver_pid(submit_pid: int) -> int:
     """The job's Python driver: the process spark-submit started for gtid_audit_main.py."""
     from tests.cluster.standalone import processes
@@ -248,26 +211,39 @@ def _lose_executors(cluster, submit_pid: int) -> dict[int, str]:
     raise AssertionError(f"no new executor within {RELAUNCH_TIMEOUT_S}s (killed {killed})")
 
 
-def test_executors_lost_after_the_read_cost_no_second_read(spark_cluster, night, spark, tmp_path):
-    """Every executor killed between the read and the table writes: each server is read once
-    (counted on the servers), has one servers row, and the findings equal the local night's.
+@dataclass
+class _LostNight:
+    """What the one submit.sh run that lost its executors left: its exit code and output, the
+    audit account's connections to each server during it, the executors killed (pid -> id) and
+    when, its event log and its warehouse."""
+
+    rc: int
+    out: str
+    connections: dict[str, int]
+    killed: dict[int, str]
+    lost_at: float
+    events: list[dict]
+    warehouse: Path
+
+
+@pytest.fixture(scope="module")
+def lost_night(spark_cluster, night, tmp_path_factory) -> _LostNight:
+    """deploy/submit.sh in client mode against the cluster, every executor killed between the read
+    and the table writes. One run serves both tests of the module (a run costs two minutes): an
+    undisturbed submit proves nothing the lost one does not, since its findings must equal the
+    local night's either way.
 
     The read runs in one task (one replication group), so one executor holds what it read; both
     are killed so that the one holding it is lost whichever it is. Deterministic, not a race: as
     soon as the job logs the end of its read phase, its Python driver is stopped (SIGSTOP), the
     executor JVMs are killed, and the driver resumes (SIGCONT) once the master has launched a
-    replacement, so the loss lands after the read and before the first table is written. With
-    the read's rows kept only in the executors' block managers, Spark recomputed them, i.e. read
-    every server again: 3 connections per server instead of 2 (first night: a probe, then the
-    read, as in the local night). The event log shows the executors removed and the job's later
-    tasks run on their replacements."""
+    replacement, so the loss lands after the read and before the first table is written."""
     fleet = night["fleet"]
-    run = _submit_setup(spark_cluster, night, tmp_path)
-    shipped, cluster_wh, event_dir, submit_cwd, env = run.shipped, run.warehouse, run.event_dir, run.cwd, run.env
+    run = _submit_setup(spark_cluster, night, tmp_path_factory.mktemp("cluster-submit"))
     before = _audit_connections(fleet)
     lines: list[str] = []
     read_done = threading.Event()
-    process = subprocess.Popen([str(REPO / "deploy" / "submit.sh"), str(shipped)], cwd=submit_cwd, env=env,
+    process = subprocess.Popen([str(REPO / "deploy" / "submit.sh"), str(run.shipped)], cwd=run.cwd, env=run.env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def pump() -> None:
@@ -293,24 +269,69 @@ def test_executors_lost_after_the_read_cost_no_second_read(spark_cluster, night,
             process.kill()
             process.wait(timeout=60)
         reader.join(timeout=60)
-    out = "".join(lines)
-    connections = _since(before, _audit_connections(fleet))
+    return _LostNight(rc=rc, out="".join(lines), connections=_since(before, _audit_connections(fleet)),
+                      killed=killed, lost_at=lost_at, events=_events(run.event_dir), warehouse=run.warehouse)
 
+
+def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, lost_night, spark):
+    """submit.sh on a 2-worker cluster writes the same open findings as a local-mode run, with
+    tasks on both workers, although it lost every executor mid-run."""
+    errant, local_rc, local_wh = night["errant"], night["local_rc"], night["local_wh"]
+    assert local_rc == 2  # 2: open critical findings (the errant transaction)
+    assert lost_night.rc == local_rc, lost_night.out[-6000:]
+    # the config only reached the driver through --files (the submit directory has no audit.yaml)
+    assert "gtid_audit_main: --config audit.yaml from --files: " in lost_night.out
+
+    # (a) the same findings as the local run, and the injected fault among them
+    local_findings, cluster_findings = _findings(spark, local_wh), _findings(spark, lost_night.warehouse)
+    assert cluster_findings == local_findings
+    errant_rows = [f for f in cluster_findings if f[0] == "errant_transactions"]
+    assert [(f[1], f[2], f[4]) for f in errant_rows] == [("r1", "src", "critical")]
+    assert errant_rows[0][5].replace("\n", "") == errant.gtid_sets["errant"].replace("\n", "")
+
+    # (b) successful tasks on both workers: executor ids from the event log, each executor's
+    #     worker from the directory that worker made for it
+    events = lost_night.events
+    app_id = next(e["App ID"] for e in events if e["Event"] == "SparkListenerApplicationStart")
+    added = {e["Executor ID"]: e["Executor Info"] for e in events if e["Event"] == "SparkListenerExecutorAdded"}
+    ran = {e["Task Info"]["Executor ID"] for e in events
+           if e["Event"] == "SparkListenerTaskEnd" and e["Task End Reason"]["Reason"] == "Success"}
+    assert {info["Host"] for info in added.values()} == {"127.0.0.1"}
+    assert ran <= set(added)
+    worker_of = {executor.name: i for i in range(2)
+                 for executor in (spark_cluster.work_dir(i) / app_id).iterdir() if executor.is_dir()}
+    assert set(worker_of) == set(added), (worker_of, added)
+    for executor, info in added.items():  # the executor's log pages are served by its worker
+        assert f":{spark_cluster.workers[worker_of[executor]].web_port}/" in info["Log Urls"]["stdout"]
+    assert {worker_of[e] for e in ran} == {0, 1}
+
+
+def test_executors_lost_after_the_read_cost_no_second_read(night, lost_night, spark):
+    """Every executor killed between the read and the table writes: each server is read once
+    (counted on the servers), has one servers row, and the findings equal the local night's.
+
+    With the read's rows kept only in the executors' block managers, Spark recomputed them, i.e.
+    read every server again: 3 connections per server instead of 2 (first night: a probe, then
+    the read, as in the local night). The event log shows the executors removed and the job's
+    later tasks run on their replacements."""
+    fleet, out = night["fleet"], lost_night.out
     # (a) each server read once: the undisturbed local night's connections, a probe and a read
-    assert connections == night["local_connections"] == {name: 2 for name in fleet.servers}, out[-6000:]
-    assert rc == night["local_rc"], out[-6000:]
+    assert lost_night.connections == night["local_connections"] == {name: 2 for name in fleet.servers}, out[-6000:]
+    assert lost_night.rc == night["local_rc"], out[-6000:]
     # (b) one servers row per server
-    rows = spark.read.format("delta").load(str(cluster_wh / "servers")).select("server").collect()
+    rows = spark.read.format("delta").load(str(lost_night.warehouse / "servers")).select("server").collect()
     assert Counter(r["server"] for r in rows) == {name: 1 for name in fleet.servers}
     # (c) the local night's findings
-    assert _findings(spark, cluster_wh) == _findings(spark, night["local_wh"])
+    assert _findings(spark, lost_night.warehouse) == _findings(spark, night["local_wh"])
     # (d) the loss was real and mid-run: the driver removed the killed executors, and tasks of the
     #     job succeeded after that on executors started since
-    events = _events(event_dir)
-    removed = {e["Executor ID"]: e["Timestamp"] for e in events if e["Event"] == "SparkListenerExecutorRemoved"}
+    removed = {e["Executor ID"]: e["Timestamp"] for e in lost_night.events
+               if e["Event"] == "SparkListenerExecutorRemoved"}
+    killed = lost_night.killed
     assert set(killed.values()) <= set(removed), (killed, removed)
-    later = {e["Task Info"]["Executor ID"] for e in events if e["Event"] == "SparkListenerTaskEnd"
-             and e["Task End Reason"]["Reason"] == "Success" and e["Task Info"]["Finish Time"] / 1000 > lost_at}
+    later = {e["Task Info"]["Executor ID"] for e in lost_night.events if e["Event"] == "SparkListenerTaskEnd"
+             and e["Task End Reason"]["Reason"] == "Success"
+             and e["Task Info"]["Finish Time"] / 1000 > lost_night.lost_at}
     assert later and not later & set(killed.values()), (later, killed)
     # (e) the staged reads are gone
-    assert list((cluster_wh / "_staging" / "collect").iterdir()) == []
+    assert list((lost_night.warehouse / "_staging" / "collect").iterdir()) == []
