@@ -126,6 +126,8 @@ __all__ = [
     "Verdict",
     "failover_findings",
     "failover_rows",
+    "listed_siblings",
+    "quiet_sibling",
     "model_failover",
     "split_errant",
 ]
@@ -692,7 +694,8 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
     reasons = [text for _, text, _ in flagged]
     if len(reasons) > MAX_REASONS:
         # one reason per sibling: a source with 200 replicas would repeat 200 of them on each of
-        # its 40,000 failover_readiness rows; each sibling's row keeps its own sets
+        # the candidate's failover_readiness rows; each of those siblings has a row of its own
+        # with its sets (it is not quiet: listed_siblings)
         reasons = reasons[:MAX_REASONS] + [f"and {len(reasons) - MAX_REASONS} more reason(s) of these kinds, one "
                                            "per sibling: each sibling's failover_readiness row has its sets"]
     found = {v for v, _, _ in flagged}
@@ -768,19 +771,46 @@ def model_failover(source: ServerSnapshot, replicas: Sequence[FailoverReplica],
 # --------------------------------------------------------------------------------------------
 # rows of the failover_readiness table
 
+def quiet_sibling(s: SiblingOutcome) -> bool:
+    """True when sibling ``s`` streams from the candidate and the promotion costs it nothing: no
+    refusal, no note, nothing lost, thrown away or spread into it, no errant GTID of its own, and
+    every one of those sets known. At most it waits for the candidate's catch-up or in-flight
+    transactions, which the candidate's verdict (``safe_after_catch_up``) already says."""
+    return (s.result is SiblingResult.STREAMS and not s.already_refused and not s.notes
+            and all(v is not None and not v for v in (s.lost, s.discarded, s.errant, s.sibling_errant))
+            # None there: no errant, a single-channel candidate, not refused
+            and not s.errant_lost and not s.other_channels and not s.refused_missing)
+
+
+def listed_siblings(c: CandidateAssessment) -> tuple[SiblingOutcome, ...]:
+    """The siblings of candidate ``c`` that get a ``failover_readiness`` row: every sibling of the
+    preferred candidate (rank 1: the promotion an operator would run), the source itself (so that
+    each candidate has a row), and of the other candidates each sibling whose outcome is not quiet
+    (:func:`quiet_sibling`). A source with R replicas then writes about 2R rows when its fleet is
+    healthy, not R squared: 200 replicas were 40,000 rows, each repeating the candidate's and the
+    sibling's gtid_executed (issue #19). The verdict, reasons and costs are computed from every
+    sibling either way; ``siblings_not_listed`` on each row counts the quiet ones left out."""
+    if c.rank == 1:
+        return c.siblings
+    return tuple(s for s in c.siblings if s.role == "source" or not quiet_sibling(s))
+
+
 def failover_rows(model: FailoverModel, *, run_id: str | None = None, run_date: _dt.date | None = None,
                   cluster: str | None = None) -> list[dict[str, Any]]:
-    """One row per (source, candidate, sibling), in the ``failover_readiness`` layout
-    (schemas/failover.py): sets as canonical one-line text with their counts (None = unknown)."""
+    """One row per (source, candidate, listed sibling: :func:`listed_siblings`), in the
+    ``failover_readiness`` layout (schemas/failover.py): sets as canonical one-line text with
+    their counts (None = unknown)."""
     rows = []
     for c in model.candidates:
         cost = c.cost
-        for s in c.siblings:
+        listed = listed_siblings(c)
+        not_listed = len(c.siblings) - len(listed)
+        for s in listed:
             rows.append({
                 "run_id": run_id, "run_date": run_date, "cluster": cluster,
                 "source": model.source, "candidate": c.candidate, "channel": c.channel,
                 "sibling": s.sibling, "sibling_role": s.role,
-                "candidate_rank": c.rank, "verdict": c.verdict.value,
+                "candidate_rank": c.rank, "verdict": c.verdict.value, "siblings_not_listed": not_listed,
                 "verdict_reasons": "\n".join(c.reasons) or None,
                 "candidate_readiness": "\n".join(c.readiness) or None,
                 "cost_lost_count": cost.lost, "cost_refused_siblings": cost.refused,

@@ -186,7 +186,7 @@ _COLUMNS: dict[str, tuple[str, ...] | None] = {
                  "gtid_count", "first_seen", "status", "silenced"),
     "failover_readiness": ("run_id", "cluster", "source", "candidate", "sibling", "sibling_role", "candidate_rank",
                            "verdict", "verdict_reasons", "sibling_result", "refusal", "lost_count", "errant_count",
-                           "catch_up_count", "in_flight_count"),
+                           "catch_up_count", "in_flight_count", "siblings_not_listed"),
 }
 #: What the page shows only of the open findings of its drawn pairs (their boxes): most of the
 #: table's bytes (remediation alone is two thirds at 100,000 servers), so they are read for those
@@ -1085,6 +1085,9 @@ def _failover_section(rows: Sequence[Mapping[str, Any]] | None,
         for n, (_, _, candidate, verdict, items) in enumerate(candidates, 1):
             reasons = "<br>".join(_esc(line) for line in (items[0].get("verdict_reasons") or "").splitlines())
             siblings = "<br>".join(_sibling_outcome(r) for r in sorted(items, key=lambda r: r.get("sibling") or ""))
+            quiet = items[0].get("siblings_not_listed") or 0
+            if quiet:
+                siblings += f'<br><span class="muted">{quiet:,} other sibling(s) stream, losing nothing</span>'
             body.append(f'<tr><td>{n}</td><td>{_esc(candidate)}</td>'
                         f'<td>{_badge(_VERDICT_STATE.get(verdict, "unknown"), verdict)}'
                         f'{finding_badge(flagged.get((candidate, source)))}</td>'

@@ -1,7 +1,9 @@
 """The ``failover_readiness`` table: what promoting each replica of each source would do.
 
 Written by the audit from :func:`gtid_core.failover.failover_rows`: one row per (run, source,
-candidate, sibling). GTID sets are the server's canonical text on one line; every set has its
+candidate, sibling) for the siblings whose outcome matters (every sibling of the preferred candidate,
+the source itself, and of the other candidates each sibling that does not just stream; version 3,
+issue #19: a source with R replicas wrote R squared rows). GTID sets are the server's canonical text on one line; every set has its
 count beside it. NULL means unknown (an input was not read), never empty: an empty set is ''.
 """
 from __future__ import annotations
@@ -20,11 +22,14 @@ def _set(name: str, meaning: str) -> tuple[Column, Column]:
 
 FAILOVER_READINESS = register(TableSchema(
     name="failover_readiness",
-    version=2,
+    version=3,
+    upgrades_from=2,
     description="One row per source, candidate replica and sibling: what happens if the source fails, the "
                 "candidate is promoted and the sibling (another replica of the source, or the source itself "
-                "coming back) reconnects to it with AUTO_POSITION. The candidate's verdict and rank repeat on "
-                "each of its rows (docs/failover.md).",
+                "coming back) reconnects to it with AUTO_POSITION. Every sibling of the rank-1 candidate has "
+                "a row, and the source itself for every candidate; other candidates list only the siblings that "
+                "do not just stream (siblings_not_listed counts the others). The candidate's verdict and rank "
+                "repeat on each of its rows (docs/failover.md).",
     key=("run_id", "source", "candidate", "sibling"),
     columns=run_columns() + (
         C("cluster", L.STRING, True, "cluster of the source (configuration)"),
@@ -73,5 +78,9 @@ FAILOVER_READINESS = register(TableSchema(
         *_set("other_channels", "GTIDs of the candidate's other channels the sibling lacks: they would flow to it"),
         *_set("refused_missing", "why the sibling is refused: what it lacks (purged) or its offending GTIDs"),
         C("model_version", L.INT32, False, "version of the failover model that wrote the row"),
+        C("siblings_not_listed", L.INT32, True, "siblings of this candidate without a row: they stream from it "
+                                                "and lose, spread and are refused nothing (at most they wait for "
+                                                "its catch-up); 0 for the rank-1 candidate; NULL on rows written "
+                                                "before version 3, which listed every sibling", since=3),
     ),
 ))

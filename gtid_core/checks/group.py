@@ -567,7 +567,7 @@ def group_failover_rows(members: Sequence[GroupMember], replicas: Mapping[str, S
             "run_id": run_id, "run_date": run_date, "cluster": cluster,
             "source": primary.name, "candidate": elected.name, "channel": GROUP_CHANNEL,
             "sibling": s["sibling"], "sibling_role": s["sibling_role"], "candidate_rank": 1,
-            "verdict": verdict, "verdict_reasons": "\n".join(reasons),
+            "siblings_not_listed": 0, "verdict": verdict, "verdict_reasons": "\n".join(reasons),
             "candidate_readiness": None, "cost_lost_count": lost_total.count(),
             "cost_refused_siblings": refused, "cost_spread_count": 0, "caused_by": None,
             "sibling_result": s["sibling_result"], "refusal": s["refusal"], "reconnect_rule": s["reconnect_rule"],

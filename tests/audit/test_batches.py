@@ -144,12 +144,14 @@ def test_one_pass_gives_findings_readiness_and_horizons_from_one_model():
     many = [source(src, *[pair(snap(f"r{i}", f"{i:08x}-0000-4000-8000-{i:012x}", f"{A}:1-10"), chan("", A, f"{A}:1-10"))
                           for i in range(1, 12)])]
     old = tasks._FLUSH_ROWS
-    tasks._FLUSH_ROWS = 50
+    tasks._FLUSH_ROWS = 5
     try:
         sizes = [b.num_rows for b in failover_batches(iter([pa.RecordBatch.from_pylist(many)]))]
     finally:
         tasks._FLUSH_ROWS = old
-    assert sum(sizes) >= 11 * 11 and max(sizes) <= 50
+    # 11 healthy replicas: the rank-1 candidate's 11 siblings, then the source alone for each of
+    # the 10 others (2R - 1 readiness rows, not R squared; no finding)
+    assert sum(sizes) == 2 * 11 - 1 and max(sizes) <= 5
 
 
 def test_outputs_do_not_depend_on_the_order_spark_collected_the_pairs_in():

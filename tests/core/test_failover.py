@@ -381,6 +381,57 @@ def test_rows_one_per_candidate_and_sibling_and_fit_the_schema():
         "loses_transactions", f"{S}:9-10", 2, 2)
 
 
+def _uuid(i: int) -> str:
+    return f"{i:08x}-0000-4000-8000-{i:012x}"
+
+
+def test_rows_list_every_sibling_of_the_preferred_candidate_and_of_the_others_only_those_that_matter():
+    """A source with five healthy replicas (one a transaction behind, its receiver running) and
+    one whose receiver stopped three behind: 16 rows instead of 6 x 6 = 36. The rank-1 candidate
+    lists its six siblings; each other healthy candidate only the source (the lagging and the
+    stopped replica stream from it, catching up); the stopped one, which would lose what its
+    siblings have, lists all six. Each candidate's largest lost_count over its rows is the one
+    over every sibling, and siblings_not_listed counts the rest."""
+    from schemas import get_table
+
+    healthy = [replica(f"r{i}", _uuid(i), 10 + i, f"{S}:1-10" if i != 3 else f"{S}:1-9") for i in range(1, 6)]
+    stopped = replica("rs", _uuid(99), 99, f"{S}:1-7", io="NO")
+    model = model_failover(source(), [*healthy, stopped])
+    rows = failover_rows(model, run_id="run1", run_date=dt.date(2026, 11, 29), cluster="orders")
+    table = get_table("failover_readiness")
+    for row in rows:
+        table.check_row(row)
+    listed: dict[str, set[str]] = {}
+    for r in rows:
+        listed.setdefault(r["candidate"], set()).add(r["sibling"])
+    first = model.candidates[0].candidate
+    assert model.candidates[0].verdict.value == "safe" and first != "r3"
+    everyone = {"s", "rs", *(r.name for r in healthy)}
+    assert listed[first] == everyone - {first}
+    assert listed["rs"] == everyone - {"rs"}
+    for other in {"r1", "r2", "r3", "r4", "r5"} - {first}:
+        assert listed[other] == {"s"}, other
+    assert len(rows) == 16
+    for c in model.candidates:
+        mine = [r for r in rows if r["candidate"] == c.candidate]
+        assert {r["siblings_not_listed"] for r in mine} == {len(c.siblings) - len(mine)}
+        assert max(r["lost_count"] for r in mine) == max(s.lost.count() for s in c.siblings)
+    assert {r["lost_gtid_set"] for r in rows if r["candidate"] == "rs" and r["sibling"] != "r3"} == {f"{S}:8-10"}
+
+
+def test_a_sibling_with_a_problem_of_its_own_is_listed_for_every_candidate():
+    """A sibling with its own errant GTID (not counted against the candidates) gets a row under
+    every candidate, and so does one whose reconnect a version note qualifies."""
+    replicas = [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10"),
+                replica("r3", _uuid(3), 4, f"{S}:1-10"),
+                replica("rx", _uuid(7), 8, f"{S}:1-10,{_uuid(7)}:1")]
+    model = model_failover(source(), replicas)
+    rows = failover_rows(model)
+    for c in model.candidates:
+        if c.candidate != "rx":
+            assert ("rx" in {r["sibling"] for r in rows if r["candidate"] == c.candidate}), c.candidate
+
+
 def test_rows_keep_unknown_as_null():
     """An unknown set is NULL in the row (not '' and not 0)."""
     model = model_failover(source(purged=None), [replica("r1", R1, 2, f"{S}:1-8"), replica("r2", R2, 3, f"{S}:1-10")])
