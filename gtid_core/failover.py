@@ -778,6 +778,9 @@ def quiet_sibling(s: SiblingOutcome) -> bool:
     transactions, which the candidate's verdict (``safe_after_catch_up``) already says."""
     return (s.result is SiblingResult.STREAMS and not s.already_refused and not s.notes
             and all(v is not None and not v for v in (s.lost, s.discarded, s.errant, s.sibling_errant))
+            # known, and may be non-empty: a candidate whose receiver state is unknown has an
+            # unknown in-flight set, which may be a loss
+            and all(v is not None for v in (s.in_flight, s.catch_up, s.sibling_set))
             # None there: no errant, a single-channel candidate, not refused
             and not s.errant_lost and not s.other_channels and not s.refused_missing)
 
@@ -990,14 +993,16 @@ def _candidate_evidence(model: FailoverModel, c: CandidateAssessment) -> dict[st
         "lost": _text(c.lost), "errant": _text(c.errant), "errant_salvageable": _text(c.errant_salvageable),
         "errant_lost": _text(c.errant_lost),
         "refused_siblings": "; ".join(f"{s.sibling}: {s.refusal}" for s in c.refused) or None,
-        "siblings": _siblings_text(c.siblings),
+        "siblings": _siblings_text(c),
         "model_version": FAILOVER_MODEL_VERSION,
     }
 
 
-def _siblings_text(siblings: Sequence[SiblingOutcome]) -> str:
-    """One line per sibling, the first MAX_REASONS of them (those with something to say first),
-    then how many more: each sibling's failover_readiness row has its sets."""
+def _siblings_text(c: CandidateAssessment) -> str:
+    """One line per sibling of candidate ``c``, the first MAX_REASONS of them (those with
+    something to say first), then how many more and where they are: each listed sibling's
+    failover_readiness row has its sets (:func:`listed_siblings`), the quiet ones are counted."""
+    siblings = c.siblings
     def line(s: SiblingOutcome) -> str:
         return (f"{s.sibling} ({s.role}): {s.result}"
                 + (f", lost {_text(s.lost)}" if s.lost else "")
@@ -1012,7 +1017,13 @@ def _siblings_text(siblings: Sequence[SiblingOutcome]) -> str:
         return s.result is SiblingResult.STREAMS and not (s.lost or s.discarded or s.errant or s.other_channels
                                                           or s.refusal)
     shown = ([s for s in siblings if not plain(s)] + [s for s in siblings if plain(s)])[:MAX_REASONS]
-    return "\n".join([*map(line, shown), f"and {len(siblings) - len(shown)} more sibling(s), each in failover_readiness"])
+    listed = {s.sibling for s in listed_siblings(c)}
+    left = [s for s in siblings if s not in shown]
+    unlisted = sum(1 for s in left if s.sibling not in listed)
+    where = ("each in failover_readiness" if not unlisted
+             else "that stream, losing nothing (siblings_not_listed in failover_readiness)" if unlisted == len(left)
+             else f"{len(left) - unlisted} in failover_readiness, {unlisted} that stream, losing nothing")
+    return "\n".join([*map(line, shown), f"and {len(left)} more sibling(s), {where}"])
 
 
 def _advice(model: FailoverModel) -> str:

@@ -9,7 +9,7 @@ from tests.cluster.standalone import StandaloneCluster
 @pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory):
     """One master and two 1-core/1g workers on 127.0.0.1, each its own JVM, shared by the tests of
-    a module (each submits its own application) and stopped by pid after them."""
+    a module (the applications its tests submit) and stopped by pid after them."""
     cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
     try:
         yield cluster

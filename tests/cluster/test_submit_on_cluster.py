@@ -251,11 +251,14 @@ def lost_night(spark_cluster, night, tmp_path_factory) -> _LostNight:
             lines.append(line)
             if READ_DONE in line:
                 read_done.set()
+        read_done.set()   # the output ended: a run that died before its read fails now, not in 20 min
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     try:
         assert read_done.wait(RUN_TIMEOUT_S), "".join(lines)[-6000:]
+        assert any(READ_DONE in line for line in lines), (
+            f"submit.sh ended before its read phase (exit {process.wait(timeout=60)}):\n" + "".join(lines)[-6000:])
         driver = _driver_pid(process.pid)
         os.kill(driver, signal.SIGSTOP)
         try:
@@ -290,7 +293,8 @@ def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, lo
     assert errant_rows[0][5].replace("\n", "") == errant.gtid_sets["errant"].replace("\n", "")
 
     # (b) successful tasks on both workers: executor ids from the event log, each executor's
-    #     worker from the directory that worker made for it
+    #     worker from the directory that worker made for it (the replacements count: this shows
+    #     both workers used, not both working at the same time)
     events = lost_night.events
     app_id = next(e["App ID"] for e in events if e["Event"] == "SparkListenerApplicationStart")
     added = {e["Executor ID"]: e["Executor Info"] for e in events if e["Event"] == "SparkListenerExecutorAdded"}

@@ -365,8 +365,9 @@ def test_checks_registry_shape():
         assert info.title and info.meaning and info.remediation and info.version == 2   # issue 18: ranked by cost, root cause first
 
 
-def test_rows_one_per_candidate_and_sibling_and_fit_the_schema():
-    """Two candidates x (one replica sibling + the source) = 4 rows that pass the table's schema check."""
+def test_rows_of_two_candidates_with_siblings_that_matter_fit_the_schema():
+    """Two candidates x (one replica sibling + the source) = 4 rows that pass the table's schema
+    check: the rank-2 candidate's sibling is listed because it would lose transactions."""
     from schemas import get_table
 
     model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"), replica("r2", R2, 3, f"{S}:1-10")])
@@ -421,15 +422,35 @@ def test_rows_list_every_sibling_of_the_preferred_candidate_and_of_the_others_on
 
 def test_a_sibling_with_a_problem_of_its_own_is_listed_for_every_candidate():
     """A sibling with its own errant GTID (not counted against the candidates) gets a row under
-    every candidate, and so does one whose reconnect a version note qualifies."""
+    every candidate, and so does an older sibling whose reconnect a version note qualifies."""
     replicas = [replica("r1", R1, 2, f"{S}:1-10"), replica("r2", R2, 3, f"{S}:1-10"),
                 replica("r3", _uuid(3), 4, f"{S}:1-10"),
-                replica("rx", _uuid(7), 8, f"{S}:1-10,{_uuid(7)}:1")]
+                replica("rx", _uuid(7), 8, f"{S}:1-10,{_uuid(7)}:1"),
+                replica("rold", _uuid(9), 10, f"{S}:1-10", version=MySQLVersion.parse("8.0.40"))]
     model = model_failover(source(), replicas)
     rows = failover_rows(model)
     for c in model.candidates:
+        mine = {r["sibling"] for r in rows if r["candidate"] == c.candidate}
         if c.candidate != "rx":
-            assert ("rx" in {r["sibling"] for r in rows if r["candidate"] == c.candidate}), c.candidate
+            assert "rx" in mine, c.candidate
+        if c.candidate != "rold":
+            assert sib(c, "rold").notes and "rold" in mine, c.candidate
+
+
+def test_a_sibling_of_a_candidate_whose_receiver_state_is_unknown_is_listed():
+    """A candidate behind its siblings whose receiver state was not read: what they have and it
+    lacks may be in flight or lost (unknown), so those siblings are listed even below rank 1
+    (and the candidate is undetermined), never counted as streaming."""
+    unknown = FailoverReplica(server("rc", _uuid(5), 6, f"{S}:1-8", purged=""),
+                              dataclasses.replace(channel(f"{S}:1-8"), io_running=None, receiver_service_state=None))
+    model = model_failover(source(purged=f"{S}:1-2"), [replica("r1", R1, 2, f"{S}:1-10"),
+                                                      replica("r2", R2, 3, f"{S}:1-10"), unknown])
+    rc = cand(model, "rc")
+    assert rc.rank > 1 and rc.verdict is Verdict.UNDETERMINED
+    assert sib(rc, "r1").in_flight is None
+    rows = [r for r in failover_rows(model) if r["candidate"] == "rc"]
+    assert {r["sibling"] for r in rows} == {"r1", "r2", "s"}
+    assert {r["siblings_not_listed"] for r in rows} == {0}
 
 
 def test_rows_keep_unknown_as_null():

@@ -148,6 +148,22 @@ def test_failover_section_ranks_candidates_and_shows_their_findings():
     assert text.count("no_safe_failover_candidate") == 1 and text.count("failover_candidate_unsafe") == 2
 
 
+def test_failover_section_counts_the_siblings_a_candidate_does_not_list():
+    """A rank-2 candidate whose table rows list the source only (schema v3): its 7 quiet siblings
+    are one line; a v2 row (NULL) and the rank-1 candidate (0) add none."""
+    import re
+
+    from jobs.report import _failover_section
+
+    rows = [_failover_row("s", "a", 1, "safe", "b", "streams", siblings_not_listed=0),
+            _failover_row("s", "a", 1, "safe", "s", "streams", siblings_not_listed=0),
+            _failover_row("s", "b", 2, "safe", "s", "streams", siblings_not_listed=7),
+            _failover_row("t", "x", 1, "safe", "t", "streams", siblings_not_listed=None)]
+    text = re.sub(r"<[^>]+>", " ", _failover_section(rows, []))
+    assert text.count("other sibling(s) stream") == 1
+    assert re.search(r"2\s+b\s+safe .*s \(the source\): streams\s+7 other sibling\(s\) stream, losing nothing", text), text
+
+
 def _horizon_inputs(**channel_overrides):
     """A source s with three binary logs and a replica r that lacks s's transactions after 150,
     as the audit's rows (servers rows with binary_logs, a channels row)."""
