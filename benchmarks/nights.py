@@ -31,6 +31,7 @@ Delta log's 30-day cleanup never comes due in it (its log files are counted apar
 dashboard queries' ``current_date`` is replaced with the simulated night's date.
 
 Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--processes N] [--keep DIR]
+       [--retention TABLE=DAYS ...]
 The figures are recorded in docs/benchmarks.md (section "A simulated year").
 """
 from __future__ import annotations
@@ -210,9 +211,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--processes", type=int, default=None, help="simulator processes (default: 1 per 2,500 servers)")
     p.add_argument("--keep", type=Path, default=None, help="keep the work directory (warehouse, logs) here")
+    p.add_argument("--retention", action="append", default=[], metavar="TABLE=DAYS",
+                   help="maintenance.retention_days of TABLE instead of the production default (repeatable): "
+                        "a few nights then reach what a month or a year would")
     args = p.parse_args(argv)
     if args.nights < 1:
         p.error(f"--nights must be at least 1, not {args.nights!r}")
+    retention = {}
+    for item in args.retention:
+        table, _, days = item.partition("=")
+        if not table or not days.isdigit():
+            p.error(f"--retention expects TABLE=DAYS (e.g. binary_logs=3), not {item!r}")
+        retention[table] = int(days)
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="gtid-nights-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -223,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     first_day = today - dt.timedelta(days=args.nights - 1)
     rows, queries = [], {}
     print(f"servers {args.servers}  nights {args.nights} ({first_day} to {today})  seed {args.seed}  "
-          f"simulator processes {processes}  work {work}", flush=True)
+          f"simulator processes {processes}  work {work}"
+          f"{'  retention ' + json.dumps(retention) if retention else ''}", flush=True)
     for night in range(1, args.nights + 1):
         change = next_night(fleet, night) if night > 1 else None
         fleet.save(work / "fleet.json")
@@ -231,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                                           password_file=work / "password")
         doc = yaml.safe_load(config.read_text())
         doc["maintenance"] = {"after_run": True, "deleted_file_retention_hours": 0}
+        if retention:
+            doc["maintenance"]["retention_days"] = retention
         config.write_text(yaml.safe_dump(doc, sort_keys=False))
         day = first_day + dt.timedelta(days=night - 1)
         when = dt.datetime.combine(day, dt.time(2, 0), dt.timezone.utc)
