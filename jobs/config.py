@@ -339,6 +339,9 @@ DEFAULT_RETENTION_DAYS: dict[str, int | None] = {
     "binary_logs": 30, "relay_log_tail": 14,        # bulk detail the checks read for one night only
     "servers": 400, "channels": 400, "collection_errors": 400, "failover_readiness": 400,
     "group_replication": 400, "group_members": 400,
+    # the report's inputs: one row per server and per channel each night, like servers and
+    # channels (the report reads the run and the one before it)
+    "report_servers": 400, "report_pairs": 400, "report_clusters": 400, "report_groups": 400,
     "findings": None, "alerts": None, "run_summary": None, "runs": None,  # history: kept
 }
 

@@ -90,6 +90,22 @@ def test_maintain_removes_old_partitions_compacts_and_vacuums(spark, tmp_path):
     assert props["delta.logRetentionDuration"] == "interval 30 days"
 
 
+def test_the_report_tables_keep_thirteen_months_by_default(spark, tmp_path):
+    """report_pairs, one row per channel per night like channels, loses its partitions past 400
+    days under the default settings (it was kept forever, growing every night); the one 399 days
+    old stays."""
+    wh = str(tmp_path)
+    for run_id, day in (("r-401", ON - dt.timedelta(days=401)), ("r-399", ON - dt.timedelta(days=399)), ("r-now", ON)):
+        write_run_rows(spark, "report_pairs", [full_row("report_pairs", run_id=run_id, run_date=day)],
+                       warehouse=wh, run_id=run_id)
+    [result] = maintain_tables(spark, config(tmp_path), on=ON, tables=["report_pairs"])
+    assert not result.error, result.line()
+    assert sorted(read_arrow(wh, "report_pairs").column("run_id").to_pylist()) == ["r-399", "r-now"]
+    assert result.deleted_before == ON - dt.timedelta(days=400)
+    assert all(config(tmp_path).maintenance.retention_days[t] == 400
+               for t in ("report_servers", "report_pairs", "report_clusters", "report_groups"))
+
+
 def operations(table_dir) -> list[str]:
     return [h["operation"] for h in DeltaTable(str(table_dir)).history()]
 
