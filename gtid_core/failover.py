@@ -1018,7 +1018,8 @@ def _siblings_text(c: CandidateAssessment) -> str:
                                                           or s.refusal)
     shown = ([s for s in siblings if not plain(s)] + [s for s in siblings if plain(s)])[:MAX_REASONS]
     listed = {s.sibling for s in listed_siblings(c)}
-    left = [s for s in siblings if s not in shown]
+    shown_names = {s.sibling for s in shown}
+    left = [s for s in siblings if s.sibling not in shown_names]
     unlisted = sum(1 for s in left if s.sibling not in listed)
     where = ("each in failover_readiness" if not unlisted
              else "that stream, losing nothing (siblings_not_listed in failover_readiness)" if unlisted == len(left)

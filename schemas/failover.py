@@ -1,10 +1,11 @@
 """The ``failover_readiness`` table: what promoting each replica of each source would do.
 
 Written by the audit from :func:`gtid_core.failover.failover_rows`: one row per (run, source,
-candidate, sibling) for the siblings whose outcome matters (every sibling of the preferred candidate,
-the source itself, and of the other candidates each sibling that does not just stream; version 3,
-issue #19: a source with R replicas wrote R squared rows). GTID sets are the server's canonical text on one line; every set has its
-count beside it. NULL means unknown (an input was not read), never empty: an empty set is ''.
+candidate, sibling) for the siblings whose outcome matters (every sibling of the preferred
+candidate, the source itself, and of the other candidates each sibling that does not just stream;
+version 3, issue #19: a source with R replicas wrote R squared rows). GTID sets are the server's
+canonical text on one line; every set has its count beside it. NULL means unknown (an input was
+not read), never empty: an empty set is ''.
 """
 from __future__ import annotations
 

@@ -481,7 +481,7 @@ def test_a_candidate_behind_many_siblings_lists_ten_reasons_and_counts_the_rest(
     reasons and counts the other five (each sibling's row keeps its sets)."""
     from gtid_core.failover import MAX_REASONS
 
-    others = [replica(f"r{i:02d}", f"{i:08x}-0000-4000-8000-{i:012x}", 10 + i, f"{S}:1-10") for i in range(2, 16)]
+    others = [replica(f"r{i:02d}", _uuid(i), 10 + i, f"{S}:1-10") for i in range(2, 16)]
     model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"), *others])
     r1 = cand(model, "r1")
     assert r1.verdict.value == "loses_transactions"
