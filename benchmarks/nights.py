@@ -26,12 +26,21 @@ partitions, retention cut-offs and findings' first_seen are the simulated night'
 workers and the JVM keep the real clock (libfaketime hangs Spark's JVM): the servers' ``read_at``,
 Delta's commit timestamps, VACUUM's horizon and the log's cleanup are real time, and the driver's
 removal of stale read staging (by age) never comes due. So that VACUUM still deletes what retention and compaction
-removed within a run of a few hours, the benchmark sets ``deleted_file_retention_hours: 0``; the
-Delta log's 30-day cleanup never comes due in it (its log files are counted apart). The
-dashboard queries' ``current_date`` is replaced with the simulated night's date.
+removed within a run of a few hours, the benchmark sets ``deleted_file_retention_hours: 0``. The
+Delta log is aged as a calendar would age it: after each night, the modification time of every
+file under every table's ``_delta_log`` is moved back by one day (:func:`age_logs`), so that on
+night k the log files written on night j are k - j days old. Delta takes a log file's age from
+its modification time (the log cleanup that runs with each checkpoint deletes the commits and
+checkpoints older than ``delta.logRetentionDuration``, truncated to midnight UTC, that come
+before the latest checkpoint; the history's timestamps, which the maintenance's VACUUM schedule
+reads, are the commit files' times too), so the log's cleanup comes due night by night as on a
+real calendar; ``--log-retention-days`` shortens it as ``--retention`` shortens the tables'.
+Data files keep their times (VACUUM reads a removed file's age from the log's contents, which
+are not aged). The dashboard queries' ``current_date`` is replaced with the simulated night's
+date.
 
 Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--processes N] [--keep DIR]
-       [--retention TABLE=DAYS ...]
+       [--retention TABLE=DAYS ...] [--log-retention-days N]
 The figures are recorded in docs/benchmarks.md (section "A simulated year").
 """
 from __future__ import annotations
@@ -86,18 +95,45 @@ def _table_sizes(warehouse: Path) -> dict[str, dict[str, int]]:
     for table in sorted(p for p in warehouse.iterdir() if (p / "_delta_log").is_dir()):
         current = pa.table(DeltaTable(str(table)).get_add_actions(flatten=True)).to_pydict()
         disk_files = disk_bytes = log_files = log_bytes = 0
+        kinds = dict.fromkeys(("log_commits", "log_crc", "log_checkpoints", "log_other"), 0)
         for root, _, files in os.walk(table):
             is_log = "_delta_log" in Path(root).relative_to(table).parts
             for f in files:
                 size = os.stat(os.path.join(root, f)).st_size
                 if is_log:
                     log_files, log_bytes = log_files + 1, log_bytes + size
+                    kinds[_log_kind(f)] += 1
                 elif f.endswith(".parquet"):
                     disk_files, disk_bytes = disk_files + 1, disk_bytes + size
         out[table.name] = {"files": len(current["path"]), "bytes": sum(current["size_bytes"]),
                            "disk_files": disk_files, "disk_bytes": disk_bytes,
-                           "log_files": log_files, "log_bytes": log_bytes}
+                           "log_files": log_files, "log_bytes": log_bytes, **kinds}
     return out
+
+
+def age_logs(warehouse: Path, seconds: int) -> int:
+    """Move the modification time of every file under every table's ``_delta_log`` back by
+    ``seconds`` (module docstring, "The clock"); returns how many files were aged."""
+    aged = 0
+    for log in warehouse.glob("*/_delta_log"):
+        for root, _, files in os.walk(log):
+            for f in files:
+                path = os.path.join(root, f)
+                st = os.stat(path)
+                os.utime(path, ns=(st.st_atime_ns - seconds * 10**9, st.st_mtime_ns - seconds * 10**9))
+                aged += 1
+    return aged
+
+
+def _log_kind(name: str) -> str:
+    """What a file of a Delta log is: a commit, its checksum, a checkpoint or something else."""
+    if re.fullmatch(r"\d{20}\.json", name):
+        return "log_commits"
+    if re.fullmatch(r"\d{20}\.crc", name):
+        return "log_crc"
+    if ".checkpoint" in name:
+        return "log_checkpoints"
+    return "log_other"
 
 
 class Peaks:
@@ -214,7 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retention", action="append", default=[], metavar="TABLE=DAYS",
                    help="maintenance.retention_days of TABLE instead of the production default (repeatable): "
                         "a few nights then reach what a month or a year would")
+    p.add_argument("--log-retention-days", type=int, default=None, metavar="DAYS",
+                   help="maintenance.log_retention_days (delta.logRetentionDuration) instead of the production "
+                        "default of 30")
     args = p.parse_args(argv)
+    if args.log_retention_days is not None and args.log_retention_days < 1:
+        p.error(f"--log-retention-days must be at least 1, not {args.log_retention_days!r}")
     if args.nights < 1:
         p.error(f"--nights must be at least 1, not {args.nights!r}")
     retention = {}
@@ -234,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, queries = [], {}
     print(f"servers {args.servers}  nights {args.nights} ({first_day} to {today})  seed {args.seed}  "
           f"simulator processes {processes}  work {work}"
-          f"{'  retention ' + json.dumps(retention) if retention else ''}", flush=True)
+          f"{'  retention ' + json.dumps(retention) if retention else ''}"
+          f"{f'  log retention {args.log_retention_days} days' if args.log_retention_days else ''}", flush=True)
     for night in range(1, args.nights + 1):
         change = next_night(fleet, night) if night > 1 else None
         fleet.save(work / "fleet.json")
@@ -244,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         doc["maintenance"] = {"after_run": True, "deleted_file_retention_hours": 0}
         if retention:
             doc["maintenance"]["retention_days"] = retention
+        if args.log_retention_days is not None:
+            doc["maintenance"]["log_retention_days"] = args.log_retention_days
         config.write_text(yaml.safe_dump(doc, sort_keys=False))
         day = first_day + dt.timedelta(days=night - 1)
         when = dt.datetime.combine(day, dt.time(2, 0), dt.timezone.utc)
@@ -280,18 +324,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  false positive {fp}")
         if night in (1, args.nights):
             queries[night] = _queries(warehouse, day, work / f"queries{night:03d}.json", work / f"queries{night:03d}.log")
+        age_logs(warehouse, 86_400)
     first, last = rows[0], rows[-1]
     print()
     ratio = lambda key: f"{last[key] / first[key]:.2f}x" if first.get(key) else "n/a"  # noqa: E731
     print(f"last night vs night 1: wall {ratio('wall')}, driver peak RSS {ratio('driver_rss')}, "
           f"JVM peak RSS {ratio('jvm_rss')}, Python workers' peak RSS {ratio('workers_rss')}")
     print()
-    print("| table | night 1 bytes | files | last night bytes | files | on disk | log files |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| table | night 1 bytes | files | last night bytes | files | on disk | log files "
+          "(commits / checksums / checkpoints / other) | log bytes |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|")
     for name, t in last["tables"].items():
         f1 = first["tables"].get(name, {"bytes": 0, "files": 0})
         print(f"| {name} | {f1['bytes']:,} | {f1['files']} | {t['bytes']:,} | {t['files']} | "
-              f"{t['disk_bytes']:,} in {t['disk_files']} | {t['log_files']} |")
+              f"{t['disk_bytes']:,} in {t['disk_files']} | {t['log_files']} ({t['log_commits']} / {t['log_crc']} / "
+              f"{t['log_checkpoints']} / {t['log_other']}) | {t['log_bytes']:,} |")
+    print()
+    print("| night | Delta log files, all tables (commits / checksums / checkpoints / other) | log bytes |")
+    print("|---:|---|---:|")
+    for r in rows:
+        t = r["tables"].values()
+        print(f"| {r['night']} | {sum(x['log_files'] for x in t):,} ({sum(x['log_commits'] for x in t):,} / "
+              f"{sum(x['log_crc'] for x in t):,} / {sum(x['log_checkpoints'] for x in t):,} / "
+              f"{sum(x['log_other'] for x in t):,}) | {sum(x['log_bytes'] for x in t):,} |")
     print()
     print("| query | night 1 | last night | last night's scans (table: files read, filter on the partition column) |")
     print("|---|---:|---:|---|")
