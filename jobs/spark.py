@@ -22,7 +22,7 @@ from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
 __all__ = ["build_session", "session_conf", "delta_conf", "DRIVER_BOUNDS", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES",
-           "local_defaults"]
+           "LOCAL_WORKER_DAEMON", "local_defaults"]
 
 #: Quiet log4j2 configuration for sessions the job starts itself.
 LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
@@ -46,6 +46,10 @@ TASK_BOUNDS: Mapping[str, str] = {
     "spark.sql.inMemoryColumnarStorage.batchSize": "1000",
 }
 
+#: Spark's Python worker daemon in local mode: PySpark's own, minus the imports from its zips
+#: that every worker paid again (:mod:`jobs.worker_daemon`, issue #21).
+LOCAL_WORKER_DAEMON: Mapping[str, str] = {"spark.python.daemon.module": "jobs.worker_daemon"}
+
 #: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
     **DRIVER_BOUNDS,
@@ -59,6 +63,7 @@ LOCAL_TEST_CONF: Mapping[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
     "spark.databricks.delta.snapshotPartitions": "1",
+    **LOCAL_WORKER_DAEMON,
 }
 
 #: Shuffle partitions of a local session per core it runs tasks on.
@@ -135,6 +140,9 @@ def build_session(settings: SparkSettings | None = None):
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")
+        # workers forked from a daemon that imports PySpark from site-packages, not its zips
+        for key, value in LOCAL_WORKER_DAEMON.items():
+            builder = builder.config(key, value)
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping
 
-import pyarrow as pa
 
 __all__ = [
     "LogicalType",
@@ -54,6 +53,8 @@ class LogicalType(str, Enum):
     DATE = "date"
 
     def to_arrow(self) -> pa.DataType:
+        import pyarrow as pa  # here, not at import: a read task uses schemas and never Arrow
+
         return {
             LogicalType.STRING: pa.string(),
             LogicalType.INT64: pa.int64(),
@@ -201,6 +202,8 @@ class TableSchema:
 
     def to_arrow(self) -> pa.Schema:
         """The pyarrow schema (delta-rs reads, Arrow batches), with the version as metadata."""
+        import pyarrow as pa
+
         return pa.schema(
             [pa.field(c.name, c.type.to_arrow(), nullable=c.nullable,
                       metadata={"description": c.description}) for c in self.columns],
@@ -247,6 +250,8 @@ class TableSchema:
     def rows_to_arrow(self, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
         """Check every row and build a pyarrow table in this schema (missing nullable
         columns become NULL)."""
+        import pyarrow as pa
+
         rows = list(rows)
         for row in rows:
             self.check_row(row)

@@ -227,15 +227,16 @@ def test_local_sessions_size_their_shuffle_by_cores(cores):
 
 
 def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path, real_jars):
-    """build_session on local[3] (a JVM of its own): 12 shuffle partitions, and the user's
-    snapshotPartitions wins over the default."""
+    """build_session on local[3] (a JVM of its own): 12 shuffle partitions, the user's
+    snapshotPartitions wins over the default, and the workers come from jobs.worker_daemon."""
     script = ("from jobs.config import SparkSettings\nfrom jobs.spark import build_session\n"
               "s = build_session(SparkSettings(master='local[3]', conf={'spark.databricks.delta.snapshotPartitions': '5'}))\n"
-              "print('CONF', s.conf.get('spark.sql.shuffle.partitions'), s.conf.get('spark.databricks.delta.snapshotPartitions'))\n"
+              "print('CONF', s.conf.get('spark.sql.shuffle.partitions'), s.conf.get('spark.databricks.delta.snapshotPartitions'),\n"
+              "      s.sparkContext.getConf().get('spark.python.daemon.module'))\n"
               "s.stop()\n")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
     env.pop("PYSPARK_GATEWAY_PORT", None)
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert "CONF 12 5" in done.stdout, done.stdout[-2000:]
+    assert "CONF 12 5 jobs.worker_daemon" in done.stdout, done.stdout[-2000:]
