@@ -16,8 +16,10 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+if TYPE_CHECKING:  # pyarrow is imported where Arrow is built: a read task never needs it
+    import pyarrow as pa
 
 __all__ = [
     "LogicalType",

@@ -12,6 +12,7 @@ OWN_ZIPS = [f"{SITE}/pyspark/python/lib/pyspark.zip", f"{SITE}/pyspark/python/li
 
 
 def test_the_package_s_own_zips_are_dropped_when_site_packages_has_both_packages():
+    """A pip install: both zips are copies of packages site-packages holds, so both go."""
     path = [*OWN_ZIPS, "/usr/lib/python311.zip", SITE]
     dirs = {"pyspark": f"{SITE}/pyspark", "py4j": f"{SITE}/py4j"}
     assert shadowing_zips(path, dirs) == OWN_ZIPS
@@ -25,6 +26,7 @@ def test_zips_of_another_spark_stay():
 
 
 def test_a_zip_stays_when_its_package_is_not_importable_without_it():
+    """Dropping a zip must never make its package unimportable."""
     path = [*OWN_ZIPS, SITE]
     assert shadowing_zips(path, {"pyspark": f"{SITE}/pyspark", "py4j": None}) == OWN_ZIPS[:1]
     assert shadowing_zips(path, {"pyspark": None, "py4j": f"{SITE}/py4j"}) == []
@@ -34,17 +36,24 @@ def _worker_view(_):
     import sys
 
     import pyspark
-    return [(pyspark.__file__, [p for p in sys.path if os.path.basename(p).startswith(("pyspark.zip", "py4j-"))],
+    def pyspark_zip(p):
+        return os.path.basename(str(p)).startswith(("pyspark.zip", "py4j-"))
+
+    return [(pyspark.__file__, [p for p in sys.path if pyspark_zip(p)],
+             [p for p in sys.path_importer_cache if pyspark_zip(p)],
              sorted(m for m in PRELOADED if m in sys.modules))]
 
 
 def test_workers_import_pyspark_from_site_packages_with_the_modules_preloaded(spark):
     """Fails on PySpark's own daemon: its workers import pyspark from pyspark.zip (compiled from
-    source in every worker, no bytecode cache) with both zips first on their path."""
+    source in every worker, no bytecode cache) with both zips first on their path; and fails if
+    the zips' importers stay cached, since ``importlib.invalidate_caches()`` on a worker's first
+    task would re-read the zip's directory through them."""
     views = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_worker_view).collect()
-    for pyspark_file, zips, preloaded in views:
+    for pyspark_file, zips, cached_importers, preloaded in views:
         assert ".zip" not in pyspark_file, pyspark_file
         assert zips == []
+        assert cached_importers == []
         assert preloaded == sorted(PRELOADED)
 
 
