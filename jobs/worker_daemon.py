@@ -45,8 +45,6 @@ __all__ = ["PRELOADED", "shadowing_zips", "main"]
 PRELOADED = ("pyspark.worker", "mysql.connector", "gtid_core", "schemas", "jobs.collector", "jobs.read_staging",
              "jobs.audit_tasks")
 
-_PYSPARK_ZIPS = ("pyspark.zip", "py4j-")
-
 
 def shadowing_zips(path: list[str], package_dirs: dict[str, str | None]) -> list[str]:
     """The entries of ``path`` that are PySpark's own ``pyspark.zip`` / ``py4j-*-src.zip`` inside
