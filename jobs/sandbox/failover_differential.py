@@ -380,7 +380,7 @@ class ServerPool:
     def down(self) -> None:
         for slot in self.slots.values():
             slot.close()
-        self.fleet.down()
+        self.fleet.down(graceful=False)
 
     def __enter__(self) -> "ServerPool":
         return self

@@ -226,15 +226,18 @@ class SandboxServer:
     def is_running(self) -> bool:
         return self.pid is not None and self._owns_pid(self.pid)
 
-    def stop(self, timeout: float = 60.0) -> None:
-        """SIGTERM exactly our pid, wait for it to exit, SIGKILL it on timeout."""
+    def stop(self, timeout: float = 60.0, *, graceful: bool = True) -> None:
+        """SIGTERM exactly our pid, wait for it to exit, SIGKILL it on timeout.
+
+        ``graceful=False`` sends SIGKILL at once: for a server whose data directory is thrown
+        away (a test's), where a clean shutdown only costs time."""
         pid = self.pid
         if pid is None:
             return
         if self._owns_pid(pid):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-            if not self._wait_exit(pid, timeout):
+                os.kill(pid, signal.SIGTERM if graceful else signal.SIGKILL)
+            if not self._wait_exit(pid, timeout if graceful else 10):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 self._wait_exit(pid, 10)

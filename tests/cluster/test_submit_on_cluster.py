@@ -152,7 +152,7 @@ def night(mysql_dist, spark, tmp_path_factory):
         yield {"fleet": fleet, "errant": errant, "local_rc": local_rc, "local_wh": local_wh,
                "local_connections": connections, "zip": zip_path}
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 @dataclass

@@ -77,7 +77,7 @@ def side_fleet(mysql_dist, tmp_path_factory):
             pytest.fail("the side replica never received the source's transactions")
         yield fleet
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 def _config(fleet, side_fleet, tmp: Path, **collection) -> Path:

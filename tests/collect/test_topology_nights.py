@@ -131,7 +131,7 @@ def nights(mysql_dist, spark, tmp_path_factory):
                   for name in ("servers", "channels")}
         yield {"fleet": fleet, "errant": errant, "first": first, "second": second, "tables": tables}
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 def _servers(nights) -> dict[str, dict]:

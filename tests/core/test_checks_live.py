@@ -68,7 +68,7 @@ def live(mysql_dist, tmp_path_factory):
     try:
         yield fleet
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 @pytest.fixture

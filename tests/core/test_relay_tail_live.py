@@ -42,7 +42,7 @@ def pair_fleet(mysql_dist, tmp_path_factory):
     try:
         yield fleet
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 @pytest.fixture

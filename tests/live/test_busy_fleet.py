@@ -139,7 +139,7 @@ def busy(mysql_dist, tmp_path_factory, spark):
             load = writer.stop()
         yield BusyRuns(fleet, warehouse, ("busy-1", "busy-2"), before, written, load, canary_events)
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 def _findings(busy: BusyRuns, run_id: str) -> list[dict]:

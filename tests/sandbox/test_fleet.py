@@ -179,3 +179,17 @@ def test_down_from_another_process_leaves_nothing_running(fleet_factory, tmp_pat
     assert our_processes(small.workdir) == []
     assert all(not Path(f"/proc/{pid}").exists() or b"mysqld" not in Path(f"/proc/{pid}/cmdline").read_bytes()
                for pid in pids)
+
+
+def test_down_without_grace_kills_every_server_at_once(fleet_factory):
+    """``down(graceful=False)`` (the tests' teardown) kills each pid of the fleet, even a source
+    whose binlog dump thread still serves a connected replica, and names those it stopped."""
+    small = fleet_factory({"servers": [{"name": "s"}, {"name": "r"}], "channels": [{"replica": "r", "source": "s"}]})
+    pids = [s.pid for s in small.servers.values()]
+    assert sorted(small.down(graceful=False)) == ["r", "s"]
+    assert our_processes(small.workdir) == []
+    # killed, not shut down: the server writes "Shutdown complete" only at the end of a clean one
+    assert all("Shutdown complete" not in s.log_error.read_text(errors="replace") for s in small.servers.values())
+    assert all(s.pid is None for s in small.servers.values())
+    assert all(not Path(f"/proc/{pid}").exists() or b"mysqld" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+               for pid in pids)

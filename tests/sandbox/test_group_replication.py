@@ -169,7 +169,7 @@ def groups(mysql_dist, spark, tmp_path_factory):
                "errant": errant, "gr2b_set": gr2b_set, "gr2_errant": gr2_errant, "backlog": backlog,
                "proofs": proofs}
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 def _by_check(rows, check_id):

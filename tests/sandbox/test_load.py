@@ -27,7 +27,7 @@ def fleet(mysql_dist, tmp_path_factory):
     try:
         yield running
     finally:
-        running.down()
+        running.down(graceful=False)
 
 
 def _load_threads() -> list[str]:

@@ -92,7 +92,7 @@ def real(mysql_dist, tmp_path_factory):
         rep = fleet.server("rep")
         yield _answers(rep.host, rep.port, "root", "")
     finally:
-        fleet.down()
+        fleet.down(graceful=False)
 
 
 @pytest.fixture(scope="module")
