@@ -38,12 +38,23 @@ DRIVER_BOUNDS: Mapping[str, str] = {
     "spark.sql.maxPlanStringLength": "262144",
 }
 
-#: Bounds of a task's JVM memory. A cached DataFrame is built 10,000 rows per column batch by
-#: default; a snapshot row carries up to 500 binary-log headers, so one batch of them was hundreds
-#: of megabytes, built in one growing buffer: the audit of 100,000 generated servers ran out of a
-#: 1 GB local heap there (issue #19). 1,000 rows per batch bounds it at tens of megabytes.
+#: Bounds of what a task builds and of what a reader of the tables decodes at once.
+#:
+#: * A cached DataFrame is built 10,000 rows per column batch by default; a snapshot row carries
+#:   up to 500 binary-log headers, so one batch of them was hundreds of megabytes, built in one
+#:   growing buffer: the audit of 100,000 generated servers ran out of a 1 GB local heap there
+#:   (issue #19). 1,000 rows per batch bounds it at tens of megabytes.
+#: * A Parquet row group is the unit a reader decodes, whatever rows it keeps. With Parquet's
+#:   128 MB ``parquet.block.size`` a night's ``findings`` (one file per partition) was one row
+#:   group of 74 MB decoded and ``failover_readiness`` one of 89 MB at 100,000 servers, so the
+#:   report's read of a few findings' texts by key decoded them all (+124 MB, issue #19). The
+#:   writer counts a row group by its compressed pages, so the bound is a fraction of what a
+#:   reader decodes: 4 MiB made those findings five row groups of about 16 MB decoded, and
+#:   ``failover_readiness`` 40 (smaller on disk: each keeps its GTID sets in a dictionary, which
+#:   fell back to plain text past 1 MB in the single row group), for the same write time.
 TASK_BOUNDS: Mapping[str, str] = {
     "spark.sql.inMemoryColumnarStorage.batchSize": "1000",
+    "spark.hadoop.parquet.block.size": str(4 * 1024 * 1024),
 }
 
 #: Spark's Python worker daemon in local mode: PySpark's own, minus the imports from its zips

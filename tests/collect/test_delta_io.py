@@ -276,3 +276,33 @@ def test_read_frame_gives_spark_sql_the_run(spark, tmp_path):
     assert [(r.server, r.n) for r in rows] == [("db-a1", 3)]
     assert rows[0].t.replace(tzinfo=UTC) == T0  # session time zone is UTC
     assert read_frame(spark, wh, "collection_errors").count() == 4
+
+
+def test_a_large_nights_partition_is_written_in_bounded_row_groups(spark, tmp_path):
+    """A reader decodes a whole Parquet row group whatever rows it keeps (the report reads a
+    few findings' texts by key), and a night's partition is one file. The session's bound
+    (``jobs.spark.TASK_BOUNDS``, in every session the job builds) cuts 50 MB of compressible
+    findings text, like a 100,000-server night's, into row groups of a few MB decoded
+    (Parquet's 128 MB default made it one)."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from jobs.config import SparkSettings
+    from jobs.spark import TASK_BOUNDS, session_conf_under_submit
+
+    bound = TASK_BOUNDS["spark.hadoop.parquet.block.size"]
+    assert session_conf_under_submit(SparkSettings())["spark.hadoop.parquet.block.size"] == bound
+    assert spark.sparkContext._jsc.hadoopConfiguration().get("parquet.block.size") == bound
+    schema = get_table("findings")
+    advice = "Stop writing on the replica, compare its tables with the source's and neutralise each GTID. "
+    text = F.concat(F.lit(advice * 8), F.col("id").cast("string"), F.sha2(F.col("id").cast("string"), 256))
+    fill = {"string": text, "int64": F.col("id"), "int32": F.lit(1), "bool": F.lit(False),
+            "double": F.lit(0.0), "date": F.lit(dt.date(2026, 11, 20)),
+            "timestamp": F.lit(dt.datetime(2026, 11, 20, 3, tzinfo=dt.timezone.utc))}
+    frame = spark.range(5_000).select(*[
+        (F.lit("r1") if c.name == "run_id" else fill[c.type.value]).alias(c.name) for c in schema.columns])
+    write_run_frame(spark, schema, frame, warehouse=str(tmp_path), run_id="r1", run_date=dt.date(2026, 11, 20))
+    metas = [pq.ParquetFile(path).metadata for path in (tmp_path / "findings").rglob("*.parquet")]
+    decoded = [m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups)]
+    assert sum(m.num_rows for m in metas) == 5_000 and sum(decoded) > 40 * 2**20, decoded
+    assert len(decoded) >= 3 and max(decoded) < 32 * 2**20, decoded
