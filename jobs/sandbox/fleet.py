@@ -563,9 +563,10 @@ class Fleet:
     def down(self, *, graceful: bool = True) -> list[str]:
         """Stop exactly the pids this fleet started (in parallel); return the names stopped.
 
-        ``graceful=False`` kills every server at once (SIGKILL), for a throwaway fleet whose data
-        directories nobody reads again (the tests'): a clean shutdown there only costs time, about
-        10 s for a source whose binlog dump threads still serve a replica after a promotion."""
+        ``graceful=False`` kills each server (SIGKILL, no shutdown to wait for), for a throwaway
+        fleet whose data directories nobody reads again (the tests'): a clean shutdown there only
+        costs time, about 10 s for a source whose binlog dump threads still serve a replica after
+        a promotion."""
         targets = [s for s in self.servers.values() if s.pid is not None]
         stopped = [s.name for s in targets if s.is_running()]
         if graceful:

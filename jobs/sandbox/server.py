@@ -245,6 +245,10 @@ class SandboxServer:
             self._proc.poll()
         self.pid = None
         self._proc = None
+        if not graceful:   # what a clean shutdown removes itself (the X plugin is off: no X socket)
+            for left in (self.socket, f"{self.socket}.lock", self.pid_file):
+                with contextlib.suppress(OSError):
+                    os.unlink(left)
         socket_dir = Path(self.socket).parent
         if socket_dir != self.dir:           # the short directory made for a long path
             with contextlib.suppress(OSError):

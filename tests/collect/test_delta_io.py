@@ -288,10 +288,13 @@ def test_a_large_nights_partition_is_written_in_bounded_row_groups(spark, tmp_pa
     from pyspark.sql import functions as F
 
     from jobs.config import SparkSettings
-    from jobs.spark import TASK_BOUNDS, session_conf_under_submit
+    from jobs.spark import TASK_BOUNDS, session_conf, session_conf_under_submit
 
-    bound = TASK_BOUNDS["spark.hadoop.parquet.block.size"]
-    assert session_conf_under_submit(SparkSettings())["spark.hadoop.parquet.block.size"] == bound
+    key = "spark.hadoop.parquet.block.size"
+    bound = TASK_BOUNDS[key]
+    for conf_of in (session_conf, session_conf_under_submit):   # a local session; one under spark-submit
+        assert conf_of(SparkSettings())[key] == bound
+        assert conf_of(SparkSettings(conf={key: "1048576"}))[key] == "1048576"   # the user's value wins
     assert spark.sparkContext._jsc.hadoopConfiguration().get("parquet.block.size") == bound
     schema = get_table("findings")
     advice = "Stop writing on the replica, compare its tables with the source's and neutralise each GTID. "

@@ -190,6 +190,9 @@ def test_down_without_grace_kills_every_server_at_once(fleet_factory):
     assert our_processes(small.workdir) == []
     # killed, not shut down: the server writes "Shutdown complete" only at the end of a clean one
     assert all("Shutdown complete" not in s.log_error.read_text(errors="replace") for s in small.servers.values())
+    # and what a clean shutdown removes is gone too: socket, its lock file, pid file
+    for server in small.servers.values():
+        assert not any(Path(p).exists() for p in (server.socket, f"{server.socket}.lock", server.pid_file))
     assert all(s.pid is None for s in small.servers.values())
     assert all(not Path(f"/proc/{pid}").exists() or b"mysqld" not in Path(f"/proc/{pid}/cmdline").read_bytes()
                for pid in pids)
