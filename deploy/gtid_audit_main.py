@@ -4,20 +4,26 @@ spark-submit needs a Python file as the application; this one hands its argument
 ``gtid-audit`` command a shell would run, so a cluster run and a laptop run behave alike.
 
 ``--config``: a path that exists where the driver runs is used as is. A bare file name that does
-not exist there is looked up among the files shipped with ``--files`` (``SparkFiles``), which is
-where spark-submit puts them in client mode (and in cluster mode they are also in the driver's
-working directory): ``deploy/submit.sh`` always ships the configuration that way, because a
-local ``--config`` path means nothing to a driver on another machine.
+not exist there is looked up among the files shipped with ``--files``: ``deploy/submit.sh``
+always ships the configuration that way, because a local ``--config`` path means nothing to a
+driver on another machine. In cluster mode spark-submit puts them in the driver's working
+directory. In client mode the driver runs where spark-submit ran, and the file named in
+``spark.files`` is read where it is, before any SparkContext starts, so that the
+configuration's ``spark.conf`` reaches the session the job builds. Only a file shipped from a
+remote file system (``hdfs:``, ``s3a:``) needs the context first (``SparkFiles``); its
+``spark.conf`` then comes too late, and a warning says so.
 
-The SparkSession is built once, here or by the job (``jobs.spark.build_session``), from what
-spark-submit configured (master, ``--jars``/``--packages``, ``--conf``); it fails with a clear
-error when Delta's classes are not on spark-submit's classpath.
+The SparkSession is built once, by the job (``jobs.spark.build_session``), from what
+spark-submit configured (master, ``--jars``/``--packages``, ``--conf``) and then the
+configuration's ``spark.conf``; it fails with a clear error when Delta's classes are not on
+spark-submit's classpath.
 """
 from __future__ import annotations
 
 import logging
 import os
 import sys
+from urllib.parse import unquote, urlparse
 
 from jobs.cli import main
 
@@ -33,7 +39,8 @@ def _config_position(argv: list[str]) -> int | None:
 
 
 def resolve_config(argv: list[str]) -> list[str]:
-    """``argv`` with a bare ``--config`` file name replaced by its SparkFiles copy."""
+    """``argv`` with a bare ``--config`` file name replaced by the path of the file shipped with
+    ``--files``; no SparkContext is started unless the file must be fetched (module docstring)."""
     pos = _config_position(argv)
     if pos is None:
         return argv
@@ -41,20 +48,52 @@ def resolve_config(argv: list[str]) -> list[str]:
     value = argv[pos][len(prefix):]
     if os.path.exists(value) or os.path.basename(value) != value:
         return argv  # a real path: a local file, or the job's own "not found" error names it
-    from pyspark import SparkFiles
-
-    from jobs.spark import build_session
-
-    build_session()  # SparkFiles needs the context; spark-submit's settings make it
-    shipped = SparkFiles.get(value)
-    if not os.path.isfile(shipped):
-        sys.exit(f"gtid_audit_main: --config {value!r} is neither a file here ({os.getcwd()!r}) nor shipped with "
-                 f"spark-submit --files (looked in {SparkFiles.getRootDirectory()!r})")
+    submitted = _submitted_files()
+    local = [path for path in map(_local_path, submitted)
+             if path is not None and os.path.basename(path) == value and os.path.isfile(path)]
+    shipped = local[0] if local else _fetched_by_spark_files(value, submitted)
     logging.getLogger("gtid_audit").info("configuration %r shipped with --files: %s", value, shipped)
     print(f"gtid_audit_main: --config {value} from --files: {shipped}", file=sys.stderr)
     out = list(argv)
     out[pos] = prefix + shipped
     return out
+
+
+def _submitted_files() -> list[str]:
+    """The files given to spark-submit with ``--files`` (its ``spark.files``), read from
+    spark-submit's JVM without starting a SparkContext."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # attaches to spark-submit's JVM; starts no context
+    return [f for f in SparkConf().get("spark.files", "").split(",") if f]
+
+
+def _local_path(uri: str) -> str | None:
+    """The local path of a ``spark.files`` entry (``file:``, ``local:`` or no scheme), or None."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file", "local"):
+        return unquote(parsed.path) if parsed.scheme else uri
+    return None
+
+
+def _fetched_by_spark_files(value: str, submitted: list[str]) -> str:
+    """``value`` as SparkFiles fetched it: a file shipped from a remote file system. That needs
+    the SparkContext, which starts before the configuration is read."""
+    from pyspark import SparkFiles
+
+    from jobs.spark import build_session
+
+    if not any(os.path.basename(urlparse(f).path) == value for f in submitted):
+        sys.exit(f"gtid_audit_main: --config {value!r} is neither a file here ({os.getcwd()!r}) nor shipped with "
+                 f"spark-submit --files (spark.files: {','.join(submitted) or 'none'})")
+    build_session()  # SparkFiles needs the context; spark-submit's settings make it
+    shipped = SparkFiles.get(value)
+    if not os.path.isfile(shipped):
+        sys.exit(f"gtid_audit_main: --config {value!r} was shipped with --files but is not in "
+                 f"{SparkFiles.getRootDirectory()!r}")
+    print(f"gtid_audit_main: warning: --config {value} came from a remote file system, so the session started "
+          "before it was read and its spark.conf does not apply: give such settings with --conf", file=sys.stderr)
+    return shipped
 
 
 if __name__ == "__main__":

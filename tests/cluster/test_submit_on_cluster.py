@@ -44,6 +44,8 @@ RUN_TIMEOUT_S = 1200
 RELAUNCH_TIMEOUT_S = 180
 #: What the job logs as the read stage ends (jobs.collect._phase): the tables are written after it.
 READ_DONE = "collect phase=read "
+#: A setting of the shipped configuration's ``spark.conf`` that spark-submit does not set.
+YAML_SPARK_CONF = ("spark.gtid_audit.from_config", "shipped-with-files")
 
 
 def _run(argv, *, cwd, env):
@@ -172,6 +174,9 @@ def _submit_setup(cluster, night, tmp_path: Path) -> _Submit:
     --files: the working directory has no audit.yaml) naming its own warehouse, the event log on."""
     warehouse = tmp_path / "warehouse-cluster"
     shipped = _config(night["fleet"], tmp_path / "ship", warehouse)
+    data = yaml.safe_load(shipped.read_text())
+    data["spark"] = {"conf": dict([YAML_SPARK_CONF])}   # must reach the session although the file came by --files
+    shipped.write_text(yaml.safe_dump(data, sort_keys=False))
     event_dir = tmp_path / "events"
     cwd = tmp_path / "submit"
     cwd.mkdir()
@@ -284,6 +289,10 @@ def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, lo
     assert lost_night.rc == local_rc, lost_night.out[-6000:]
     # the config only reached the driver through --files (the submit directory has no audit.yaml)
     assert "gtid_audit_main: --config audit.yaml from --files: " in lost_night.out
+    # and was read before the session started: its spark.conf is in the application's properties
+    (environment,) = [e for e in lost_night.events if e["Event"] == "SparkListenerEnvironmentUpdate"]
+    assert environment["Spark Properties"].get(YAML_SPARK_CONF[0]) == YAML_SPARK_CONF[1], environment["Spark Properties"]
+    assert "spark.conf does not apply" not in lost_night.out
 
     # (a) the same findings as the local run, and the injected fault among them
     local_findings, cluster_findings = _findings(spark, local_wh), _findings(spark, lost_night.warehouse)

@@ -49,6 +49,7 @@ def demo_run(demo_night, tmp_path_factory):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.strip() == str(out)
     assert "\u2501" not in proc.stderr  # no progress bar when stderr is not a terminal
+    assert "Arrow's memory pool: system" in proc.stderr  # chosen before pyarrow loaded (docs/benchmarks.md, "Stop 41")
     run_id = read_arrow(str(warehouse), "run_summary").to_pylist()[0]["run_id"]
     return warehouse, config, run_id, out
 
