@@ -3,8 +3,8 @@
 #
 #   deploy/submit.sh CONFIG [extra gtid-audit run options, e.g. --fail-on warning --run-id ID]
 #
-# CONFIG is shipped with --files and the job reads it by its file name (SparkFiles), so the same
-# command works in client and cluster mode. Delta's jars go with --jars; the Python packages
+# CONFIG is shipped with --files and the job finds it by its file name (deploy/gtid_audit_main.py),
+# so the same command works in client and cluster mode. Delta's jars go with --jars; the Python packages
 # with --py-files. What spark-submit does not get here comes from your cluster's
 # $SPARK_CONF_DIR/spark-defaults.conf (event log, executor memory, spark.executorEnv.*).
 #

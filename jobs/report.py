@@ -1440,9 +1440,11 @@ def _returning_allocator() -> Iterator[None]:
     """While the report is made, memory freed is given back to the system as it is freed, so
     that the reads' decoded buffers do not stay in the process after each read:
 
-    - Arrow allocates from the C library's malloc, not from its default mimalloc pool, which
-      keeps the pages a scan freed for the next one (about 60 MB of peak at 100,000 simulated
-      servers; docs/benchmarks.md, "Stop 30");
+    - what pyarrow allocates itself comes from the C library's malloc, not from its default
+      mimalloc pool, which keeps the pages a scan freed for the next one (about 60 MB of peak at
+      100,000 simulated servers; docs/benchmarks.md, "Stop 30"). The Parquet reader under a scan
+      takes Arrow's C++ default pool instead, which only :func:`_arrow_on_system_malloc` can
+      choose, before pyarrow loads ("Stop 41");
     - glibc maps every block of 128 KiB or more on its own. By default that threshold rises to
       the largest block freed (up to 32 MB), after which a read's column buffers come from the
       heap and its holes stay with the process: +65 MB for one scan of the findings' text

@@ -29,7 +29,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG
 
 HOME = Path(os.environ.get("GTID_AUDIT_HOME", "/opt/gtid-audit"))
-CONFIG = os.environ.get("GTID_AUDIT_CONFIG", "/etc/gtid-audit/prod.yaml")  # read by its name (SparkFiles)
+CONFIG = os.environ.get("GTID_AUDIT_CONFIG", "/etc/gtid-audit/prod.yaml")  # shipped with --files, found by its name
 # io.delta:delta-spark_4.2_2.13:4.4.0 for pyspark 4.2.0 and its dependencies (docs/deployment.md, 2.)
 DELTA_MANIFEST = os.environ.get(
     "GTID_AUDIT_DELTA_MANIFEST", str(HOME / "cache/delta-jars/delta-spark_4.2_2.13-4.4.0/manifest.json"))

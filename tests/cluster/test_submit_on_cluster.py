@@ -290,7 +290,7 @@ def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, lo
     # the config only reached the driver through --files (the submit directory has no audit.yaml)
     assert "gtid_audit_main: --config audit.yaml from --files: " in lost_night.out
     # and was read before the session started: its spark.conf is in the application's properties
-    (environment,) = [e for e in lost_night.events if e["Event"] == "SparkListenerEnvironmentUpdate"]
+    environment = next(e for e in lost_night.events if e["Event"] == "SparkListenerEnvironmentUpdate")
     assert environment["Spark Properties"].get(YAML_SPARK_CONF[0]) == YAML_SPARK_CONF[1], environment["Spark Properties"]
     assert "spark.conf does not apply" not in lost_night.out
 

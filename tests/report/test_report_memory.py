@@ -57,3 +57,23 @@ def test_the_cli_imports_no_pyarrow_before_the_report_command_runs():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "False"
+
+
+def test_gtid_audit_report_writes_the_page_on_mallocs_pool(tmp_path):
+    # the command itself, as the nightly job's report process runs it: the page's writer (a stand-in
+    # here, which says what pool Arrow got) runs after cmd_report chose the pool
+    config = tmp_path / "audit.yaml"
+    config.write_text(f"warehouse: {tmp_path / 'warehouse'}\ndefaults: {{user: audit}}\n"
+                      "servers: [{name: s1, host: s1.db, port: 3306}]\n")
+    code = ("import sys\nimport jobs.report as report\n"
+            "def write_report(*args, **kwargs):\n"
+            "    import pyarrow as pa\n"
+            "    return 'pool=' + pa.default_memory_pool().backend_name\n"
+            "report.write_report = write_report\n"
+            "from jobs.cli import main\n"
+            f"sys.exit(main(['report', '--config', {str(config)!r}]))")
+    base = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**base, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "pool=system"
