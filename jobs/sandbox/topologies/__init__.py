@@ -1,0 +1,1 @@
+"""The sandbox's fleet topologies (YAML), shipped as package data."""
