@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import signal
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
@@ -87,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         logging.getLogger("gtid_audit").error("interrupted")
         return 130
+    except BrokenPipeError:   # the reader of the output left (`gtid-audit findings ... | head`)
+        # stdout goes nowhere from now on, so that Python's flush at exit does not fail again;
+        # the exit code is a shell's for a command ended by SIGPIPE
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -52,10 +52,11 @@ _MARK = {"critical": "CRITICAL", "warning": "WARNING ", "info": "info    "}
 
 
 def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
-                  max_remediation_lines: int = 6) -> str:
+                  max_remediation_lines: int = 6, config: str = "FILE", command: str = "gtid-audit") -> str:
     """A readable report of open findings: what is wrong, on which server, how bad, what to do.
 
     Info findings are counted, not listed: they are context, not something to act on tonight.
+    The hints name the ``command`` that lists the rest with the ``config`` that was audited.
     """
     open_rows = [f for f in findings if f.get("status") == "open" and not f.get("silenced")]
     open_rows.sort(key=lambda f: (_SEVERITY_ORDER.get(f["severity"], 9), f["check_id"], f["server"],
@@ -107,10 +108,11 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
                 out.append(f"      {line}")
             if len(remediation) > max_remediation_lines:
                 out.append(f"      ... ({len(remediation) - max_remediation_lines} more line(s): "
-                           f"gtid-audit findings --format json)")
+                           f"{command} findings --config {config} --check {f['check_id']} --format json)")
         out.append("")
     if infos:
-        out.append(f"(+{infos} info finding(s): gtid-audit findings --config ... --severity info)")
+        out.append(f"(+{infos} info finding(s), listed with the others by: {command} findings --config {config} "
+                   "--severity info)")
     return "\n".join(out)
 
 
@@ -174,7 +176,7 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         run_id = night.run_id
         findings = read_arrow(str(warehouse.resolve()), "findings", run_id).to_pylist()
         print()
-        print(render_report(findings))
+        print(render_report(findings, config=str(config_out), command=_command_name()))
         print(render_healthy_delayed(findings, [delayed]))
         print("busy sources: " + ", ".join(f"{r.source} took {r.transactions} transaction(s) during the run"
                                             for r in written))

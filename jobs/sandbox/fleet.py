@@ -649,7 +649,8 @@ class Fleet:
         }
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("# Written by `gtid-audit sandbox up`; the servers live until `sandbox down`.\n"
+        out.write_text("# Written by `gtid-audit sandbox up` (or `demo`): the auditor's configuration of the sandbox\n"
+                       "# fleet. `gtid-audit sandbox status` says whether it runs; `sandbox down` stops it.\n"
                        + yaml.safe_dump(config, sort_keys=False))
         return out.resolve()
 

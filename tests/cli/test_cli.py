@@ -84,3 +84,50 @@ def test_demo_report_tells_a_check_firing_on_many_servers_once():
     assert "config_sync_binlog on 3 servers: a, b, c" in text
     assert "gtid_mode_off on x" in text and "CRITICAL errant_transactions on r <- s" in text
     assert text.index("CRITICAL") < text.index("config_sync_binlog")
+
+
+def test_demo_report_hints_are_commands_that_run():
+    """The hints under the demo's report are whole commands: the configuration audited, and the
+    check whose remediation was cut (`findings` needs --config)."""
+    from jobs.cli import build_parser
+    from jobs.demo import render_report
+
+    rows = [{"status": "open", "severity": "critical", "check_id": "errant_transactions", "server": "r",
+             "title": "t", "detail": None, "remediation": "\n".join(f"step {i}" for i in range(9)), "cluster": "c",
+             "gtid_set": "u:1", "source": "s", "channel": None, "gtid_count": 1},
+            {"status": "open", "severity": "info", "check_id": "config_sync_binlog", "server": "x", "title": "t",
+             "detail": None, "remediation": None, "cluster": "c", "gtid_set": None, "source": None,
+             "channel": None, "gtid_count": None}]
+    text = render_report(rows, config="conf/sandbox.yaml", command="gtid-audit")
+    more = "gtid-audit findings --config conf/sandbox.yaml --check errant_transactions --format json"
+    infos = "gtid-audit findings --config conf/sandbox.yaml --severity info"
+    assert f"(3 more line(s): {more})" in text
+    assert f"(+1 info finding(s), listed with the others by: {infos})" in text
+    parser = build_parser()
+    for hint in (more, infos):   # both parse as the command line they show
+        args = parser.parse_args(hint.split()[1:])
+        assert args.func.__name__ == "cmd_findings" and args.config == "conf/sandbox.yaml"
+
+
+def test_output_to_a_reader_that_left_ends_quietly():
+    """`gtid-audit ... | head`: the reader closes the pipe; no traceback, the shell's SIGPIPE code."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys\nfrom jobs.cli import main\ncodes = []\n"
+            "for _ in range(5000):\n"
+            "    codes.append(main(['explain', 'errant_transactions']))\n"
+            "    if codes[-1] != 0:\n"
+            "        break\n"
+            "sys.stderr.write(f'codes {sorted(set(codes))}')\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err[-2000:]
+    assert err.endswith("141]"), err[-2000:]   # the write that found the reader gone: 128 + SIGPIPE
