@@ -11,8 +11,8 @@ Each child reads the servers without ``tls.enabled`` (no ``tls`` section: TLS if
 ``tls.enabled: false``): the only transports where the C extension could be used at all, since
 it cannot refuse a server that offers no TLS before sending the password (docs/collection.md,
 "Protocol implementation"). ``pure`` is the collector as it is (pure-Python protocol), run with
-the C extension's import blocked; ``c`` replaces :func:`jobs.collector.connect` in the child by
-a ``CMySQLConnection`` with the same options (:func:`_c_connect`), in a Python whose C
+the C extension's import blocked; ``c`` replaces :func:`jobs.mysql_connection.connect` in the
+child by a ``CMySQLConnection`` with the same options (:func:`_c_connect`), in a Python whose C
 extension loads. Everything else is the collector's own ``read_server``.
 
 Usage: python benchmarks/connector_cext.py [--python PATH ...] [--reads 300] [--threads 1,8]
@@ -52,19 +52,19 @@ def child(args: argparse.Namespace) -> int:
 
     import mysql.connector
 
-    from jobs import collector
+    from jobs import collector, mysql_connection
     from jobs.server_spec import ReadSettings, ServerSpec, TlsOptions
 
-    implementation = collector.protocol_implementation()
+    implementation = mysql_connection.protocol_implementation()
     if args.impl == "c":
         if not mysql.connector.HAVE_CEXT:
             print(json.dumps({"error": "the C extension does not load in this Python"}))
             return 1
-        collector.connect, implementation = _c_connect, "c-extension"
+        mysql_connection.connect, implementation = _c_connect, "c-extension"
     elif args.tls_context == "per-connection":  # the connector's own build, as before issue #21
         from mysql.connector.network import MySQLTCPSocket
 
-        collector._shared_tls_context_socket_class().build_ssl_context = MySQLTCPSocket.build_ssl_context
+        mysql_connection._shared_tls_context_socket_class().build_ssl_context = MySQLTCPSocket.build_ssl_context
         implementation += " (TLS context per connection)"
     specs = [ServerSpec(**{**t, "tls": TlsOptions(**t["tls"]) if t.get("tls") else None})
              for t in json.loads(Path(args.targets).read_text())]
@@ -89,13 +89,13 @@ def child(args: argparse.Namespace) -> int:
 
 
 def _c_connect(spec, password, timeout_s=None):
-    """What :func:`jobs.collector.connect` would do with the C extension, for a server without
-    ``tls.enabled``: the same options, ``CMySQLConnection``, with ``is_secure`` read from the
-    cipher in use (the C extension's own is always False) and the per-statement
+    """What :func:`jobs.mysql_connection.connect` would do with the C extension, for a server
+    without ``tls.enabled``: the same options, ``CMySQLConnection``, with ``is_secure`` read from
+    the cipher in use (the C extension's own is always False) and the per-statement
     ``read_timeout`` ignored (the C extension raises when it is set after connecting)."""
     from mysql.connector.connection_cext import CMySQLConnection
 
-    from jobs.collector import _seconds
+    from jobs.mysql_connection import _seconds
 
     class CConnection(CMySQLConnection):
         is_secure = property(lambda self: bool(self._cmysql.get_ssl_cipher()))

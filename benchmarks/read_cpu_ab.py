@@ -7,8 +7,10 @@ than a change to the read is worth. This reads the simulated 9.7.4 group of conn
 in batches of 30 reads that alternate (A B, B A, ...), so both see the same load, and prints the
 client CPU (``time.process_time()``) per read of each and their ratio. The other revision's
 ``jobs/collector.py`` is loaded from git as a module of its own; both use this checkout's
-``gtid_core``, ``jobs.pairs`` and the other modules it imports. The pure-Python protocol only
-(the C extension's import is blocked).
+``gtid_core``, ``jobs.pairs``, ``jobs.mysql_connection`` and the other modules it imports. A
+revision from before ``jobs/mysql_connection.py`` existed brings its connection code in its own
+``collector.py``; against a later one, only ``jobs/collector.py`` is compared (not the
+connection classes). The pure-Python protocol only (the C extension's import is blocked).
 
 Usage: python benchmarks/read_cpu_ab.py [--base main] [--batches 20]
 The figures are recorded in docs/benchmarks.md ("The read's own Python").

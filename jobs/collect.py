@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from jobs import collector, previous_run, read_plan, read_staging
+from jobs import collector, mysql_connection, previous_run, read_plan, read_staging
 from jobs.collector import RunContext
 from jobs.config import ConfigError, GtidAuditConfig, exposed_secret_files, load_config
 from jobs.delta_io import WRITER, write_run_frame, write_run_rows
@@ -264,8 +264,8 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
 
     specs = list(config.inventory())
     configured = len(specs)
-    log.info("collect: MySQL protocol %s (mysql-connector-python %s)", collector.protocol_implementation(),
-             _connector_version())
+    log.info("collect: MySQL protocol %s (mysql-connector-python %s)",
+             mysql_connection.protocol_implementation(), _connector_version())
     for warning in exposed_secret_files(specs):
         log.warning("%s", warning)
     probes: dict[str, Probe] = {}

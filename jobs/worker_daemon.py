@@ -42,8 +42,8 @@ __all__ = ["PRELOADED", "shadowing_zips", "main"]
 
 #: Modules imported in the daemon before it forks: what the read and audit tasks import, none of
 #: which loads numpy or pyarrow (``schemas`` imports pyarrow only where it builds Arrow).
-PRELOADED = ("pyspark.worker", "mysql.connector", "gtid_core", "schemas", "jobs.collector", "jobs.read_staging",
-             "jobs.audit_tasks")
+PRELOADED = ("pyspark.worker", "mysql.connector", "gtid_core", "schemas", "jobs.mysql_connection",
+             "jobs.collector", "jobs.read_staging", "jobs.audit_tasks")
 
 
 def shadowing_zips(path: list[str], package_dirs: dict[str, str | None]) -> list[str]:

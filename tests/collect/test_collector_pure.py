@@ -1,4 +1,5 @@
-"""jobs.collector, the parts that need no server: version dialects, column renames, error classes, read order."""
+"""jobs.collector and jobs.mysql_connection, the parts that need no server: version dialects, column
+renames, error classes, read order."""
 from __future__ import annotations
 
 import socket
@@ -7,8 +8,8 @@ import mysql.connector.errors as myerr
 import pytest
 
 from gtid_core.versions import MySQLVersion
-from jobs.collector import (PreviousBinlogs, classify_error, dialect_for, member_roles_before_802,
-                            normalise_replica_status)
+from jobs.collector import PreviousBinlogs, dialect_for, member_roles_before_802, normalise_replica_status
+from jobs.mysql_connection import classify_error
 from jobs.read_plan import Probe, plan_read_order
 from jobs.config import ServerSpec
 

@@ -15,7 +15,7 @@ from jobs.config import parse_config
 
 DRIVER_ONLY = ("pydantic", "yaml", "tenacity", "rich", "deltalake")
 
-_CHILD = textwrap.dedent("""
+_BLOCKER = textwrap.dedent("""
     import importlib.abc, sys
     BLOCKED = {blocked!r}
 
@@ -26,6 +26,9 @@ _CHILD = textwrap.dedent("""
             return None
 
     sys.meta_path.insert(0, Block())
+""")
+
+_CHILD = _BLOCKER + textwrap.dedent("""
     from pyspark import cloudpickle
     task, arg = cloudpickle.loads(sys.stdin.buffer.read())
     out = list(task(arg))
@@ -65,6 +68,19 @@ def test_the_read_task_runs_without_driver_libraries(monkeypatch):
     first, loaded = out.strip().splitlines()
     assert first.startswith("2 ") and "collection_errors" in first and "servers" in first
     assert loaded == "[]"
+
+
+def test_the_connection_module_imports_no_other_module_of_the_project_than_server_spec():
+    """jobs.mysql_connection, which every read connects through, loads without the driver-only
+    libraries and imports nothing of the project but jobs.server_spec: not jobs.collector, which
+    imports it (no cycle)."""
+    script = _BLOCKER.format(blocked=DRIVER_ONLY) + textwrap.dedent("""
+        import jobs.mysql_connection
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("jobs", "gtid_core", "schemas")))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(["jobs", "jobs.mysql_connection", "jobs.server_spec"])
 
 
 def test_the_check_tasks_import_no_driver_library():

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from mysql.connector.connection import MySQLConnection
 
-from jobs.collector import RunContext, connect, protocol_implementation
+from jobs.collector import RunContext
 from jobs.config import load_config
+from jobs.mysql_connection import connect, protocol_implementation
 from jobs.sandbox.sim import FleetBuilder, Simulator
 from jobs.server_spec import ReadSettings, TlsOptions, resolve_password
 from tests.fixtures.certs import make_ca, make_cert
@@ -71,7 +72,8 @@ import dataclasses, datetime as dt, json, sys
 sys.modules["_mysql_connector"] = None          # the C extension cannot load in this Python
 import mysql.connector
 sys.path.insert(0, {root!r})
-from jobs.collector import protocol_implementation, read_server, RunContext
+from jobs.collector import read_server, RunContext
+from jobs.mysql_connection import protocol_implementation
 from jobs.server_spec import ReadSettings, ServerSpec, TlsOptions
 ctx = RunContext("t", dt.date(2026, 1, 1), ReadSettings(server_deadline_s=10))
 out = {{"have_cext": mysql.connector.HAVE_CEXT, "implementation": protocol_implementation()}}

@@ -1,4 +1,4 @@
-"""jobs.collector's cheaper wire handling (issue #21, stop 29): the buffered packet broker, the
+"""jobs.mysql_connection's cheaper wire handling (issue #21, stop 29): the buffered packet broker, the
 column definition cache and the inlined literals give what mysql-connector's own code gives."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from mysql.connector.network import NetworkBrokerPlain
 from mysql.connector.protocol import MySQLProtocol
 
-from jobs.collector import _buffered_broker_class, _column_cache_protocol_class, _inline_literals
+from jobs.mysql_connection import _buffered_broker_class, _column_cache_protocol_class, _inline_literals
 
 
 def _packet(payload: bytes, seq: int) -> bytes:

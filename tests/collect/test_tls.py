@@ -14,7 +14,8 @@ import datetime as dt
 import pytest
 
 from jobs.audit_tasks import collection_findings
-from jobs.collector import connect, read_server, RunContext
+from jobs.collector import read_server, RunContext
+from jobs.mysql_connection import connect
 from jobs.server_spec import ReadSettings, resolve_password, ServerSpec, TlsOptions
 from jobs.sandbox.accounts import audit_grant_statements
 from jobs.sandbox.server import SandboxServer, ServerTls
@@ -148,11 +149,11 @@ def test_refusal_is_one_error_row_and_a_finding(tls_server, pki, password_file, 
 
 def test_no_refusal_is_retried(tls_server, pki, password_file, monkeypatch):
     """A certificate failure is not 'unreachable': one connection attempt, not retries."""
-    import jobs.collector as collector
+    import jobs.mysql_connection as mysql_connection
 
     attempts = []
-    real = collector.connect
-    monkeypatch.setattr(collector, "connect", lambda *a, **k: attempts.append(1) or real(*a, **k))
+    real = mysql_connection.connect
+    monkeypatch.setattr(mysql_connection, "connect", lambda *a, **k: attempts.append(1) or real(*a, **k))
     result = read_server(spec(tls_server, password_file, tls=_tls("other_ca", pki)), CTX)
     assert result.errors[0]["error_class"] == "tls_verify_failed"
     assert len(attempts) == 1 and CTX.settings.retry_attempts == 3
@@ -173,9 +174,9 @@ def test_one_tls_context_per_setting_is_reused_and_verification_is_unchanged(tls
 
     from mysql.connector.network import MySQLTCPSocket
 
-    import jobs.collector as collector
+    import jobs.mysql_connection as mysql_connection
 
-    monkeypatch.setattr(collector, "_TLS_CONTEXTS", {})
+    monkeypatch.setattr(mysql_connection, "_TLS_CONTEXTS", {})
     built = []
     real_build = MySQLTCPSocket.build_ssl_context
     monkeypatch.setattr(MySQLTCPSocket, "build_ssl_context",

@@ -9,7 +9,8 @@ import pytest
 
 from jobs.cli import main
 from jobs.collect import plain_text_warning
-from jobs.collector import ErrorClass, TlsConfigError, TlsUnavailableError, _is_transient_connect_error, classify_error
+from jobs.mysql_connection import (ErrorClass, TlsConfigError, TlsUnavailableError, _is_transient_connect_error,
+                                   classify_error)
 from jobs.server_spec import ServerSpec, TlsOptions
 from jobs.config import exposed_secret_files
 
