@@ -95,7 +95,7 @@ def _c_connect(spec, password, timeout_s=None):
     ``read_timeout`` ignored (the C extension raises when it is set after connecting)."""
     from mysql.connector.connection_cext import CMySQLConnection
 
-    from jobs.mysql_connection import _seconds
+    from jobs.mysql_connection import timeout_seconds
 
     class CConnection(CMySQLConnection):
         is_secure = property(lambda self: bool(self._cmysql.get_ssl_cipher()))
@@ -103,8 +103,8 @@ def _c_connect(spec, password, timeout_s=None):
 
     assert spec.tls is None or not spec.tls.enabled, "the C extension cannot keep tls.enabled"
     kwargs = dict(host=spec.host, port=spec.port, user=spec.user,
-                  connection_timeout=_seconds(timeout_s or spec.connect_timeout_s),
-                  read_timeout=_seconds(spec.read_timeout_s), write_timeout=_seconds(spec.read_timeout_s),
+                  connection_timeout=timeout_seconds(timeout_s or spec.connect_timeout_s),
+                  read_timeout=timeout_seconds(spec.read_timeout_s), write_timeout=timeout_seconds(spec.read_timeout_s),
                   autocommit=True, charset="utf8mb4", get_warnings=False,
                   password=password.reveal() if password is not None else "")
     if spec.tls is not None:

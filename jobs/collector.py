@@ -50,9 +50,9 @@ from gtid_core.error_text import redacted_error
 from gtid_core.errors import VersionParseError
 from gtid_core.versions import MySQLVersion
 from jobs import mysql_connection
-from jobs.mysql_connection import (_LOST_CONNECTION, ErrorClass, _close_quietly, _connect_hint,
-                                   _connect_with_retries, _dict_cursor, _inline_literals, _scrub,
-                                   _seconds, classify_error)
+from jobs.mysql_connection import (LOST_CONNECTION, ErrorClass, classify_error, close_quietly, connect_hint,
+                                   connect_with_retries, dict_cursor, inline_literals, scrub_secret,
+                                   timeout_seconds)
 from jobs.pairs import InventoryServer, SourceResolver
 from jobs.read_plan import Probe
 from jobs.server_spec import ReadSettings, Secret, SecretError, ServerSpec, resolve_password
@@ -377,7 +377,7 @@ class ServerReader:
               errno: int | None = None, sqlstate: str | None = None, channel: str | None = None) -> None:
         self.result.errors.append({
             **self.base, "read_at": _now(), "seq": len(self.result.errors), "error_class": error_class,
-            "errno": errno, "sqlstate": sqlstate, "message": _scrub(message, self.password)[:4000],
+            "errno": errno, "sqlstate": sqlstate, "message": scrub_secret(message, self.password)[:4000],
             "statement": statement, "channel_name": channel,
         })
 
@@ -386,7 +386,7 @@ class ServerReader:
         cls = classify_error(exc, connecting=connecting)
         errno = getattr(exc, "errno", None)
         msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
-        hint = _connect_hint(cls, exc, self.spec) if connecting else None
+        hint = connect_hint(cls, exc, self.spec) if connecting else None
         text = f"{type(exc).__name__}: {msg}"
         if hint:  # a TLS refusal leads with what it means; a hint about 1045 follows the driver's text
             text = f"{text} ({hint})" if cls == ErrorClass.AUTH_FAILED else f"{hint}. {text}"
@@ -406,10 +406,10 @@ class ServerReader:
                        "exceeded; remaining statements skipped", statement=shown, channel=channel)
             raise _Stop()
         try:  # the socket never waits beyond the server's deadline
-            self.cnx.read_timeout = _seconds(min(self.spec.read_timeout_s, self.deadline - time.monotonic()))
+            self.cnx.read_timeout = timeout_seconds(min(self.spec.read_timeout_s, self.deadline - time.monotonic()))
             if self.cur is None:
-                self.cur = _dict_cursor(self.cnx)
-            inline = _inline_literals(sql, params) if params else sql
+                self.cur = dict_cursor(self.cnx)
+            inline = inline_literals(sql, params) if params else sql
             if inline is not None:
                 self.cur.execute(inline)
             else:
@@ -423,14 +423,14 @@ class ServerReader:
                 return None, _now()
             cls = self._error_from_exception(exc, shown, channel)
             self.statement_failed = True
-            if getattr(exc, "errno", None) in _LOST_CONNECTION or cls == ErrorClass.TIMEOUT:
+            if getattr(exc, "errno", None) in LOST_CONNECTION or cls == ErrorClass.TIMEOUT:
                 raise _Stop() from None
             return None, _now()
 
     def _drop_cursor(self) -> None:
         """After a failed statement the next one gets a fresh cursor (no half-read result)."""
         cur, self.cur = self.cur, None
-        _close_quietly(cur)
+        close_quietly(cur)
 
     def convert(self, value: Any, kind: str, column: str, statement: str, channel: str | None = None) -> Any:
         """Convert one raw value; an unparseable one becomes NULL plus an error row."""
@@ -471,7 +471,7 @@ class ServerReader:
                 self.error(ErrorClass.CONFIG_ERROR, str(exc))
                 return self.result
             try:
-                self.cnx = _connect_with_retries(self.spec, self.password, self.settings, self.deadline)
+                self.cnx = connect_with_retries(self.spec, self.password, self.settings, self.deadline)
             except Exception as exc:
                 self._error_from_exception(exc, None, connecting=True)
                 return self.result
@@ -485,7 +485,7 @@ class ServerReader:
             self.error(ErrorClass.UNEXPECTED, f"{type(exc).__name__}: {exc}")
         finally:
             self._drop_cursor()
-            _close_quietly(self.cnx)
+            close_quietly(self.cnx)
             server["read_finished_at"] = _now()
             server["read_at"] = server.get("gtid_read_at") or server["read_finished_at"]
         return self.result
@@ -1058,7 +1058,7 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
         # the module's attribute, not an imported name: what replaces ``jobs.mysql_connection.connect``
         # (a test, benchmarks/connector_cext.py) replaces it for the probe as for the read
         cnx = mysql_connection.connect(spec, password, min(spec.connect_timeout_s, settings.server_deadline_s))
-        cur = _dict_cursor(cnx)
+        cur = dict_cursor(cnx)
         cur.execute("SELECT @@GLOBAL.version AS version, @@GLOBAL.server_uuid AS server_uuid, "
                     "@@GLOBAL.hostname AS hostname, @@GLOBAL.port AS port")
         row = cur.fetchall()[0]
@@ -1082,7 +1082,7 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
     except Exception:
         return Probe(spec.name, None, ok=False)
     finally:
-        _close_quietly(cnx)
+        close_quietly(cnx)
 
 
 # --- reading a partition: one flat pool, the read order kept inside each group -------------------

@@ -2,7 +2,7 @@
 
 This module holds the connection side of a server's read: :func:`connect` (one connection to a
 :class:`~jobs.server_spec.ServerSpec`, with the secret its executor resolved),
-:func:`_connect_with_retries` (transient failures only, within the server's deadline), the
+:func:`connect_with_retries` (transient failures only, within the server's deadline), the
 connection classes that extend the connector's own, the error classes of ``collection_errors``
 (:class:`ErrorClass`, :func:`classify_error`) and the small helpers the reader uses on a
 connection (one cursor without a ping, inlined literals, a scrubber for messages, a quiet close).
@@ -25,7 +25,7 @@ a ``collection_errors.error_class``: ``unreachable``, ``timeout``, ``auth_failed
 ``tls_handshake_failed``, ``tls_required_by_server``, ``tls_unavailable`` (a failed handshake
 is read from the ``ssl`` error the connector's error was raised from), then ``config_error``
 and ``unexpected``; ``gtid_mode_off`` and ``unparseable_value`` are the reader's, for values.
-:func:`_connect_hint` says in one sentence what a connection failure means for the server's
+:func:`connect_hint` says in one sentence what a connection failure means for the server's
 ``tls`` settings. Only transient connect errors are retried (:func:`_is_transient_connect_error`):
 never authentication, privilege, TLS or configuration failures.
 
@@ -63,6 +63,15 @@ __all__ = [
     "connect",
     "protocol_implementation",
     "PURE_PYTHON",
+    # what jobs.collector uses on a connection
+    "connect_with_retries",
+    "connect_hint",
+    "dict_cursor",
+    "inline_literals",
+    "scrub_secret",
+    "close_quietly",
+    "timeout_seconds",
+    "LOST_CONNECTION",
 ]
 
 
@@ -107,7 +116,7 @@ _AUTH = {1045, 1044, 1698, 1251, 2059, 2061}      # access denied, auth plugin p
 _PRIVILEGE = {1227, 1142, 1143, 1370, 1141}        # ER_SPECIFIC_ACCESS_DENIED_ERROR, table/column access
 _UNREACHABLE = {2002, 2003, 2005, 2006, 2013, 2055, 1040, 1129, 1130}
 _TRANSIENT_CONNECT = {2002, 2003, 2006, 2013, 2055, 1040}
-_LOST_CONNECTION = {2006, 2013, 2055}
+LOST_CONNECTION = {2006, 2013, 2055}
 ER_SECURE_TRANSPORT_REQUIRED = 3159     # "Connections using insecure transport are prohibited ..."
 CR_SSL_CONNECTION_ERROR = 2026          # mysql-connector: "SSL is required but the server doesn't support it"
 # OpenSSL verify codes of a certificate valid for another name: X509_V_ERR_HOSTNAME_MISMATCH,
@@ -158,7 +167,7 @@ def classify_error(exc: BaseException, *, connecting: bool = False) -> str:
     return ErrorClass.UNEXPECTED
 
 
-def _connect_hint(error_class: str, exc: BaseException, spec: ServerSpec) -> str | None:
+def connect_hint(error_class: str, exc: BaseException, spec: ServerSpec) -> str | None:
     """What a connection failure of ``error_class`` means for ``spec``'s TLS settings, in one
     sentence for the ``collection_errors`` message (None when the driver's text says it all)."""
     tls = spec.tls
@@ -199,7 +208,7 @@ def _is_transient_connect_error(exc: BaseException) -> bool:
 
 # --- connecting ---------------------------------------------------------------------------------
 
-def _seconds(value: float) -> int:
+def timeout_seconds(value: float) -> int:
     """mysql-connector takes whole seconds (at least 1)."""
     return max(1, math.ceil(value))
 
@@ -450,7 +459,7 @@ def _tls_only_connection_class():
     return TlsOnlyConnection
 
 
-def _dict_cursor(cnx):
+def dict_cursor(cnx):
     """A dictionary cursor on a connection just made or just used: ``cnx.cursor()`` would first
     ping the server (``is_connected()``, one round trip per cursor); a lost connection shows as
     an error of the next statement anyway."""
@@ -490,8 +499,8 @@ def connect(spec: ServerSpec, password: Secret | None, timeout_s: float | None =
     (:func:`_shared_tls_context_socket_class`)."""
     kwargs: dict[str, Any] = dict(
         host=spec.host, port=spec.port, user=spec.user,
-        connection_timeout=_seconds(timeout_s or spec.connect_timeout_s),
-        read_timeout=_seconds(spec.read_timeout_s), write_timeout=_seconds(spec.read_timeout_s),
+        connection_timeout=timeout_seconds(timeout_s or spec.connect_timeout_s),
+        read_timeout=timeout_seconds(spec.read_timeout_s), write_timeout=timeout_seconds(spec.read_timeout_s),
         use_pure=True, autocommit=True, charset="utf8mb4", get_warnings=False,
     )
     if password is not None:
@@ -522,13 +531,13 @@ def connect(spec: ServerSpec, password: Secret | None, timeout_s: float | None =
         return _shared_tls_context_connection_class()(**kwargs)
     cnx = _tls_only_connection_class()(**kwargs)
     if not cnx.is_secure:  # belt and braces: the greeting offered TLS, so this cannot happen
-        _close_quietly(cnx)
+        close_quietly(cnx)
         raise TlsUnavailableError(f"{spec.host}:{spec.port}: the connection is not encrypted although "
                                   "tls.enabled is set: closed before any statement")
     return cnx
 
 
-def _connect_with_retries(spec: ServerSpec, password: Secret | None, settings: ReadSettings,
+def connect_with_retries(spec: ServerSpec, password: Secret | None, settings: ReadSettings,
                           deadline: float):
     """Connect, retrying only transient errors with exponential back-off, within the server's
     deadline (a bounded loop: ``retry_attempts`` tries at most)."""
@@ -546,7 +555,7 @@ def _connect_with_retries(spec: ServerSpec, password: Secret | None, settings: R
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
-def _scrub(message: str, password: Secret | None) -> str:
+def scrub_secret(message: str, password: Secret | None) -> str:
     """Remove the secret from a message, whatever produced it (defence in depth)."""
     if password is not None and password.reveal():
         message = message.replace(password.reveal(), "***")
@@ -558,7 +567,7 @@ def _scrub(message: str, password: Secret | None) -> str:
 _PLAIN_LITERAL = re.compile(r"[A-Za-z0-9_.\-]*")
 
 
-def _inline_literals(sql: str, params: Sequence[Any]) -> str | None:
+def inline_literals(sql: str, params: Sequence[Any]) -> str | None:
     """``sql`` with each ``%s`` replaced by its parameter quoted, the very text mysql-connector
     sends for it (``'binlog.000002'``), or None when a parameter is not a plain string
     (:data:`_PLAIN_LITERAL`) and the connector must escape it. Sending the text as it is spares
@@ -571,7 +580,7 @@ def _inline_literals(sql: str, params: Sequence[Any]) -> str | None:
     return parts[0] + "".join(f"'{p}'{part}" for p, part in zip(params, parts[1:]))
 
 
-def _close_quietly(resource: Any) -> None:
+def close_quietly(resource: Any) -> None:
     """Close a cursor or connection that may be None or already broken; never raises."""
     if resource is not None:
         with contextlib.suppress(Exception):

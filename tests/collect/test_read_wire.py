@@ -9,7 +9,7 @@ import pytest
 from mysql.connector.network import NetworkBrokerPlain
 from mysql.connector.protocol import MySQLProtocol
 
-from jobs.mysql_connection import _buffered_broker_class, _column_cache_protocol_class, _inline_literals
+from jobs.mysql_connection import _buffered_broker_class, _column_cache_protocol_class, inline_literals
 
 
 def _packet(payload: bytes, seq: int) -> bytes:
@@ -115,7 +115,7 @@ def test_column_cache_gives_the_connectors_description():
 ], ids=["binlog", "relay-default-channel", "quote", "backslash", "non-ascii", "not-a-string", "count"])
 def test_inlined_literals_are_the_connectors_text_or_left_to_it(sql, params, expected):
     """A plain name is inlined as the connector would quote it; anything it must escape is left to it."""
-    assert _inline_literals(sql, params) == expected
+    assert inline_literals(sql, params) == expected
 
 
 def test_without_the_connector_internals_the_connectors_own_classes_are_kept(monkeypatch):
