@@ -10,7 +10,8 @@ client CPU (``time.process_time()``) per read of each and their ratio. The other
 ``gtid_core``, ``jobs.pairs``, ``jobs.mysql_connection`` and the other modules it imports. A
 revision from before ``jobs/mysql_connection.py`` existed brings its connection code in its own
 ``collector.py``; against a later one, only ``jobs/collector.py`` is compared (not the
-connection classes). The pure-Python protocol only (the C extension's import is blocked).
+connection classes); the two commits of the split itself (0cfb923, d80742d) imported names
+that cb2d4b5 renamed, and cannot be loaded as a base. The pure-Python protocol only (the C extension's import is blocked).
 
 Usage: python benchmarks/read_cpu_ab.py [--base main] [--batches 20]
 The figures are recorded in docs/benchmarks.md ("The read's own Python").

@@ -996,7 +996,13 @@ def cmd_findings(args: argparse.Namespace) -> int:
                       status, str(r["first_seen"]))
     # piped into a file or a pager: wide enough that cells do not wrap into fragments
     width = args.width or (None if sys.stdout.isatty() else 400)
-    Console(width=width).print(table)
+
+    class PipedConsole(Console):
+        def on_broken_pipe(self) -> None:   # rich exits 1 itself: end as every command does (jobs.cli.main)
+            self.quiet = True
+            raise BrokenPipeError
+
+    PipedConsole(width=width).print(table)
     return 0
 
 

@@ -85,16 +85,36 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     configure_logging(args.log_level, args.log_format)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()   # here, not at exit, so that a reader that left is seen below
+        return code
     except KeyboardInterrupt:
         logging.getLogger("gtid_audit").error("interrupted")
         return 130
-    except BrokenPipeError:   # the reader of the output left (`gtid-audit findings ... | head`)
-        # stdout goes nowhere from now on, so that Python's flush at exit does not fail again;
-        # the exit code is a shell's for a command ended by SIGPIPE
+    except BrokenPipeError:
+        if not _stdout_reader_left():
+            raise   # another pipe (a socket, a child process): a real error
+        # the reader of the output left (`gtid-audit findings ... | head`): stdout goes nowhere
+        # from now on, so that Python's flush at exit does not fail again; the exit code is a
+        # shell's for a command ended by SIGPIPE
+        logging.getLogger("gtid_audit").debug("the reader of stdout left", exc_info=True)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         return 128 + signal.SIGPIPE
+
+
+def _stdout_reader_left() -> bool:
+    """Whether stdout is a pipe whose reading end is closed: polling its writing end reports an
+    error then (POSIX ``poll``); False where that cannot be told."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):   # no poll here, or stdout has no descriptor
+        return False
 
 
 if __name__ == "__main__":

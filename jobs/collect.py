@@ -175,15 +175,6 @@ def _bundles(groups: list, n: int) -> list[list]:
     return bundles
 
 
-def _connector_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mysql-connector-python")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def _phase(name: str, servers: int, t0: float) -> None:
     """One line per collection phase as it ends (the benchmarks mark phases by it)."""
     log.info("collect phase=%s servers=%d seconds=%.1f", name, servers, time.monotonic() - t0)
@@ -265,7 +256,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     specs = list(config.inventory())
     configured = len(specs)
     log.info("collect: MySQL protocol %s (mysql-connector-python %s)",
-             mysql_connection.protocol_implementation(), _connector_version())
+             mysql_connection.protocol_implementation(), mysql_connection.connector_version())
     for warning in exposed_secret_files(specs):
         log.warning("%s", warning)
     probes: dict[str, Probe] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import shutil
 import sys
 import textwrap
@@ -56,8 +57,10 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
     """A readable report of open findings: what is wrong, on which server, how bad, what to do.
 
     Info findings are counted, not listed: they are context, not something to act on tonight.
-    The hints name the ``command`` that lists the rest with the ``config`` that was audited.
+    The hints name the ``command`` that lists the rest with the ``config`` that was audited,
+    quoted for a shell.
     """
+    command, config = shlex.quote(command), shlex.quote(config)
     open_rows = [f for f in findings if f.get("status") == "open" and not f.get("silenced")]
     open_rows.sort(key=lambda f: (_SEVERITY_ORDER.get(f["severity"], 9), f["check_id"], f["server"],
                                   f.get("channel") or ""))
@@ -186,12 +189,12 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
               f"demo took {time.monotonic() - started:.0f} s.")
         if report is not None:
             print(f"fleet report (open it in a browser): {report}")
-        exe = _command_name()
-        print(f"next: {exe} findings --config {config_out}   |   {exe} explain errant_transactions")
+        exe = shlex.quote(_command_name())
+        print(f"next: {exe} findings --config {shlex.quote(str(config_out))}   |   {exe} explain errant_transactions")
         return 0
     finally:
         if keep:
-            print(f"fleet left running (gtid-audit sandbox down --workdir {workdir} stops it)")
+            print(f"fleet left running (gtid-audit sandbox down --workdir {shlex.quote(str(workdir))} stops it)")
         else:
             fleet.down()
             for server in fleet.servers.values():  # ~100 MB of data directory per server

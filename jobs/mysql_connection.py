@@ -63,6 +63,7 @@ __all__ = [
     "connect",
     "protocol_implementation",
     "PURE_PYTHON",
+    "connector_version",
     # what jobs.collector uses on a connection
     "connect_with_retries",
     "connect_hint",
@@ -230,13 +231,14 @@ def _tls_file_key(path: str | None) -> tuple | None:
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _connector_version() -> str:
+def connector_version() -> str:
+    """The installed mysql-connector-python's version, or ``"unknown"``."""
     from importlib import metadata
 
     try:
         return metadata.version("mysql-connector-python")
     except metadata.PackageNotFoundError:
-        return "(version unknown)"
+        return "unknown"
 
 
 #: How much one receive asks the socket for (:func:`_buffered_broker_class`).
@@ -267,8 +269,8 @@ def _buffered_broker_class():
     try:
         from mysql.connector.network import NetworkBrokerPlain, _strioerror
     except ImportError:
-        log.warning("mysql-connector %s has no NetworkBrokerPlain/_strioerror: its own packet broker is used",
-                    _connector_version())
+        log.warning("mysql-connector-python %s has no NetworkBrokerPlain/_strioerror: its own packet broker is used",
+                    connector_version())
         return None
 
     class BufferedBroker(NetworkBrokerPlain):
@@ -336,8 +338,8 @@ def _column_cache_protocol_class():
     from mysql.connector.protocol import MySQLProtocol
 
     if not callable(getattr(MySQLProtocol, "parse_column", None)):
-        log.warning("mysql-connector %s has no MySQLProtocol.parse_column: column definitions are not cached",
-                    _connector_version())
+        log.warning("mysql-connector-python %s has no MySQLProtocol.parse_column: column definitions are not cached",
+                    connector_version())
         return None
 
     cache: dict[tuple[bytes, str], Any] = {}

@@ -53,7 +53,7 @@ class SecretError(ValueError):
 @dataclass(frozen=True)
 class TlsOptions:
     """TLS towards one server (mysql-connector ``ssl_*`` options); paths already resolved.
-    ``enabled`` means TLS or no connection (:func:`connect`); ``None`` in a :class:`ServerSpec`
+    ``enabled`` means TLS or no connection (:func:`jobs.mysql_connection.connect`); ``None`` in a :class:`ServerSpec`
     (no ``tls`` section) leaves mysql-connector's default: TLS without verification when the
     server offers it, plain text when it does not."""
 

@@ -1,6 +1,8 @@
 """The gtid-audit command teaches and refuses clearly: help, config check, explain, findings."""
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from jobs.cli import build_parser, main
@@ -105,8 +107,14 @@ def test_demo_report_hints_are_commands_that_run():
     assert f"(+1 info finding(s), listed with the others by: {infos})" in text
     parser = build_parser()
     for hint in (more, infos):   # both parse as the command line they show
-        args = parser.parse_args(hint.split()[1:])
+        args = parser.parse_args(shlex.split(hint)[1:])
         assert args.func.__name__ == "cmd_findings" and args.config == "conf/sandbox.yaml"
+    # a path with a space stays one argument for a shell
+    spaced = render_report(rows, config="my conf/sandbox.yaml", command="my venv/bin/gtid-audit")
+    (hint,) = [line for line in spaced.splitlines() if "--severity info" in line]
+    argv = shlex.split(hint.split("listed with the others by: ", 1)[1].rstrip(")"))
+    assert argv[0] == "my venv/bin/gtid-audit"
+    assert parser.parse_args(argv[1:]).config == "my conf/sandbox.yaml"
 
 
 def test_output_to_a_reader_that_left_ends_quietly():
@@ -131,3 +139,26 @@ def test_output_to_a_reader_that_left_ends_quietly():
     assert proc.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err, err[-2000:]
     assert err.endswith("141]"), err[-2000:]   # the write that found the reader gone: 128 + SIGPIPE
+
+
+def test_a_short_output_to_a_reader_gone_before_it_ends_quietly_too():
+    """`gtid-audit explain X | true`: the reader is gone before anything is written, and the
+    output is small enough to sit in stdout's buffer until the command returns (the flush that
+    fails is main()'s, not the interpreter's at exit, which would print "Exception ignored")."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys\nsys.stdin.readline()\nfrom jobs.cli import main\n"
+            "sys.exit(main(['explain', 'errant_transactions']))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}   # stdout buffered, as usual
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env={**env, "PYTHONPATH": str(root)},
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()   # the reader leaves first
+    proc.stdin.write("go\n")
+    proc.stdin.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141, err[-2000:]
+    assert "BrokenPipeError" not in err and "Exception ignored" not in err, err[-2000:]
