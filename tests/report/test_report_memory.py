@@ -10,20 +10,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jobs.report import ARROW_POOL_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _backend(code: str, **env: str) -> tuple[str, str]:
-    """Run ``code`` in a fresh interpreter (pyarrow not yet loaded); return the backend of
-    Arrow's default pool and the variable as the process left it."""
-    base = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    probe = (f"{code}\nimport os, pyarrow as pa\n"
-             "print(pa.default_memory_pool().backend_name, os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))")
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**base, "PYTHONPATH": str(ROOT), **env},
+def _python(code: str, **env: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter (pyarrow not yet loaded) on this
+    checkout, without the user's ARROW_DEFAULT_MEMORY_POOL unless ``env`` sets it."""
+    base = {k: v for k, v in os.environ.items() if k != ARROW_POOL_VARIABLE}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**base, "PYTHONPATH": str(ROOT), **env},
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    backend, variable = proc.stdout.split()
+    return proc.stdout.strip()
+
+
+def _backend(code: str, **env: str) -> tuple[str, str]:
+    """Run ``code`` in a fresh interpreter; return the backend of Arrow's default pool and the
+    variable as the process left it."""
+    backend, variable = _python(f"{code}\nimport os, pyarrow as pa\n"
+                                f"print(pa.default_memory_pool().backend_name, os.environ.get({ARROW_POOL_VARIABLE!r}))",
+                                **env).split()
     return backend, variable
 
 
@@ -39,7 +46,7 @@ def test_without_the_report_setting_arrow_keeps_its_own_default():
 
 def test_a_users_choice_of_pool_wins():
     assert _backend("from jobs.report import _arrow_on_system_malloc; _arrow_on_system_malloc()",
-                    ARROW_DEFAULT_MEMORY_POOL="jemalloc") == ("jemalloc", "jemalloc")
+                    **{ARROW_POOL_VARIABLE: "jemalloc"}) == ("jemalloc", "jemalloc")
 
 
 def test_once_pyarrow_is_loaded_the_pool_is_left_alone():
@@ -51,12 +58,8 @@ def test_once_pyarrow_is_loaded_the_pool_is_left_alone():
 
 def test_the_cli_imports_no_pyarrow_before_the_report_command_runs():
     # `gtid-audit report` must reach cmd_report with pyarrow unloaded, or its pool cannot be chosen
-    proc = subprocess.run([sys.executable, "-c", "import sys\nfrom jobs.cli import build_parser\nbuild_parser()\n"
-                           "from jobs.config import load_config\nprint('pyarrow' in sys.modules)"],
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "False"
+    assert _python("import sys\nfrom jobs.cli import build_parser\nbuild_parser()\n"
+                   "from jobs.config import load_config\nprint('pyarrow' in sys.modules)") == "False"
 
 
 def test_gtid_audit_report_writes_the_page_on_mallocs_pool(tmp_path):
@@ -72,8 +75,4 @@ def test_gtid_audit_report_writes_the_page_on_mallocs_pool(tmp_path):
             "report.write_report = write_report\n"
             "from jobs.cli import main\n"
             f"sys.exit(main(['report', '--config', {str(config)!r}]))")
-    base = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**base, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "pool=system"
+    assert _python(code) == "pool=system"
