@@ -367,6 +367,7 @@ class MaintenanceSettings(_Frozen):
     optimize_days: int = Field(default=3, ge=1, le=3660)   # partitions of the last N days are compacted
     zorder: dict[str, tuple[str, ...]] = Field(default_factory=lambda: dict(DEFAULT_ZORDER))
     vacuum: bool = True
+    vacuum_every_days: int = Field(default=7, ge=1, le=366)   # a table is vacuumed on its day of every N
     deleted_file_retention_hours: int = Field(default=168, ge=0)   # delta.deletedFileRetentionDuration
     log_retention_days: int = Field(default=30, ge=1)             # delta.logRetentionDuration
     checkpoint_interval: int = Field(default=10, ge=1, le=1000)     # delta.checkpointInterval

@@ -19,6 +19,10 @@ For every table of the warehouse, in one Spark session:
    reruns, retention, compaction and the nightly whole-table replacement of ``uuid_registry``
    are deleted once older than that. A table whose history since its last completed VACUUM
    holds no removal old enough to delete is not vacuumed (:func:`_vacuum_due`): no VACUUM commits.
+   Nor is a table on another night than its own, one in ``vacuum_every_days`` (the tables' days
+   are spread over the interval, :func:`_vacuum_day`), unless its last VACUUM is that old: once
+   retention deletes a partition of every retained table every night, a night vacuums a few
+   tables, not all of them.
 
 Tables are maintained ``maintenance.concurrent_tables`` at a time (threads of one Spark session:
 most of a table's time is the driver's own, replaying its log and committing, and small jobs of
@@ -66,6 +70,7 @@ class TableMaintenance:
     files_compacted: int = 0                    # files OPTIMIZE removed (rewritten into fewer)
     files_vacuumed: int = 0
     seconds: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)   # "delete", "optimize", "vacuum": when run
     error: str | None = None
 
     def line(self) -> str:
@@ -74,8 +79,9 @@ class TableMaintenance:
         if self.error:
             return f"{self.table}: FAILED {self.error}"
         kept = f"deleted {self.rows_deleted} rows before {self.deleted_before}" if self.deleted_before else "kept"
+        phases = "".join(f", {phase} {seconds:.1f}s" for phase, seconds in self.phase_seconds.items())
         return (f"{self.table}: {kept}, compacted {self.files_compacted} files, "
-                f"vacuumed {self.files_vacuumed} files ({self.seconds:.1f}s)")
+                f"vacuumed {self.files_vacuumed} files ({self.seconds:.1f}s{phases})")
 
 
 @dataclass
@@ -162,6 +168,7 @@ _NO_REMOVAL = frozenset({"CREATE TABLE", "SET TBLPROPERTIES", "UNSET TBLPROPERTI
 #: Allowance between a commit's timestamp and the deletion timestamps of its removed files (set
 #: when its transaction began), so that a long transaction's removals are not missed.
 _VACUUM_SLACK_MS = 3600 * 1000
+_DAY_MS = 24 * 3600 * 1000
 
 
 def _removes_files(operation: str, metrics) -> bool:
@@ -172,20 +179,39 @@ def _removes_files(operation: str, metrics) -> bool:
     return True
 
 
-def _vacuum_due(spark, table, retention_hours: int) -> bool:
-    """Whether VACUUM could delete anything now: a commit that removed files (an overwrite that
-    replaced files, DELETE, OPTIMIZE, MERGE, ...) since the files the last completed VACUUM left
-    in place (those removed less than its retention before it ran: the retention it used, from
-    its START commit, or today's if longer) and old enough to be past today's retention. A table
-    with no completed VACUUM in its history is vacuumed; so is every table whose VACUUMs are not
-    logged (:func:`maintain_tables` turns Delta's VACUUM logging on, which Delta leaves off on
-    S3 by default).
+def _vacuum_day(name: str, every_days: int) -> int:
+    """The day (``date.toordinal() % every_days``) on which table ``name`` is vacuumed: the
+    registered tables in name order, spread over the ``every_days`` days, so that about
+    ``1/every_days`` of them are vacuumed each night rather than all on one."""
+    from schemas import all_tables
+
+    names = sorted(all_tables())
+    return (names.index(name) if name in names else sum(map(ord, name))) % every_days
+
+
+def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_its_day: bool = True) -> bool:
+    """Whether VACUUM should run now: it could delete something, and it is the table's day.
+
+    It could delete something when a commit removed files (an overwrite that replaced files,
+    DELETE, OPTIMIZE, MERGE, ...) since the files the last completed VACUUM left in place (those
+    removed less than its retention before it ran: the retention it used, from its START commit,
+    or today's if longer) and long enough ago to be past today's retention. A table never
+    vacuumed is judged on every removal of its history when that history reaches back to its
+    creation (version 0), else it is taken to have something to delete. A table whose VACUUMs
+    are not logged looks never vacuumed (:func:`maintain_tables` turns Delta's VACUUM logging on,
+    which Delta leaves off on S3 by default).
+
+    It is the table's day when ``on_its_day`` (:func:`_vacuum_day`; always with ``every_days``
+    1), or when its last completed VACUUM, or its oldest commit in the history if none, is
+    ``every_days`` days old or more: a night that did not run, or a table that was not due on
+    its day, is caught up the next night.
 
     Times are the JVM's clock and the commits' timestamps, as VACUUM's own horizon is; an hour's
     allowance either side (Delta stamps a removed file when its transaction starts, never after
-    its commit). A night whose writes only add files (most tables, most nights) thus costs no
-    VACUUM and no two VACUUM commits; a removal makes its table vacuumed on one night or two
-    around its retention's end. What this cannot see: files in the table's directory that no
+    its commit). A night whose writes only add files (most tables until retention starts
+    deleting) thus costs no VACUUM and no VACUUM commits; once retention deletes a partition
+    every night, a table is vacuumed once every ``every_days`` nights, each VACUUM deleting
+    what the nights since removed. What this cannot see: files in the table's directory that no
     commit ever named (a write that failed before committing); a full VACUUM (``VACUUM`` in SQL)
     deletes those, and LITE, which this job runs, never does."""
     from pyspark.sql import functions as F
@@ -194,23 +220,30 @@ def _vacuum_due(spark, table, retention_hours: int) -> bool:
             .select("version", F.unix_millis("timestamp").alias("ms"), "operation", "operationParameters",
                     "operationMetrics")
             .collect())
-    completed = [r["version"] for r in rows if r["operation"] == "VACUUM END"
-                 and str((r["operationParameters"] or {}).get("status", "")).upper() == "COMPLETED"]
-    if not completed:
-        return True
-    last_end = max(completed)
-    starts = [r for r in rows if r["operation"] == "VACUUM START" and r["version"] < last_end]
-    if not starts:
-        return True
-    start = max(starts, key=lambda r: r["version"])
-    retention_ms = retention_hours * 3600 * 1000
-    used_ms = max([retention_ms] + [_millis(start["operationParameters"], key)
-                                    for key in ("specifiedRetentionMillis", "defaultRetentionMillis")])
-    left_from = start["ms"] - used_ms - _VACUUM_SLACK_MS         # removed since: the last VACUUM kept them
     now_ms = spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
+    retention_ms = retention_hours * 3600 * 1000
+    completed = [r for r in rows if r["operation"] == "VACUUM END"
+                 and str((r["operationParameters"] or {}).get("status", "")).upper() == "COMPLETED"]
+    starts = []
+    if completed:
+        last_end = max(completed, key=lambda r: r["version"])
+        starts = [r for r in rows if r["operation"] == "VACUUM START" and r["version"] < last_end["version"]]
+    if starts:
+        start = max(starts, key=lambda r: r["version"])
+        used_ms = max([retention_ms] + [_millis(start["operationParameters"], key)
+                                        for key in ("specifiedRetentionMillis", "defaultRetentionMillis")])
+        left_from = start["ms"] - used_ms - _VACUUM_SLACK_MS     # removed since: the last VACUUM kept them
+        last_ms = last_end["ms"]
+    elif min(r["version"] for r in rows) == 0:                   # never vacuumed, whole history at hand
+        left_from = None
+        last_ms = min(r["ms"] for r in rows)
+    else:
+        return True
+    if every_days > 1 and not on_its_day and now_ms - last_ms < every_days * _DAY_MS - _VACUUM_SLACK_MS:
+        return False
     deletable_to = now_ms - retention_ms + _VACUUM_SLACK_MS      # removed before: past the retention now
-    return any(left_from <= r["ms"] <= deletable_to and _removes_files(r["operation"], r["operationMetrics"])
-               for r in rows)
+    return any((left_from is None or left_from <= r["ms"]) and r["ms"] <= deletable_to
+               and _removes_files(r["operation"], r["operationMetrics"]) for r in rows)
 
 
 def _millis(parameters, key: str) -> int:
@@ -307,26 +340,34 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
         out.deleted_before = on - dt.timedelta(days=days)
         cutoff = f"run_date < DATE'{out.deleted_before.isoformat()}'"
         if spark.read.format("delta").load(uri).where(cutoff).limit(1).count():
+            phase_started = time.monotonic()
             table.delete(cutoff)
             out.rows_deleted = _metric(table.history(1).selectExpr(
                 "cast(operationMetrics['numDeletedRows'] as bigint) AS n"), "n")
+            out.phase_seconds["delete"] = time.monotonic() - phase_started
 
     if settings.optimize:
         where = _compaction_filter(spark, uri, schema, on - dt.timedelta(days=settings.optimize_days))
         if where is not None:
+            phase_started = time.monotonic()
             builder = table.optimize()
             if where:
                 builder = builder.where(where)
             cols = list(settings.zorder.get(name, ()))
             result = builder.executeZOrderBy(*cols) if cols else builder.executeCompaction()
             out.files_compacted = _metric(result.selectExpr("metrics.numFilesRemoved AS n"), "n")
+            out.phase_seconds["optimize"] = time.monotonic() - phase_started
 
-    if settings.vacuum and _vacuum_due(spark, table, settings.deleted_file_retention_hours):
+    phase_started = time.monotonic()
+    every = settings.vacuum_every_days
+    if settings.vacuum and _vacuum_due(spark, table, settings.deleted_file_retention_hours, every_days=every,
+                                       on_its_day=on.toordinal() % every == _vacuum_day(name, every)):
         before = table.history(1).select("version").collect()[0]["version"]
         _vacuum(spark, table, uri)
         vac = table.history(3).where(f"version > {before} AND operation = 'VACUUM END'")
         out.files_vacuumed = _metric(vac.selectExpr(
             "cast(operationMetrics['numDeletedFiles'] as bigint) AS n"), "n")
+        out.phase_seconds["vacuum"] = time.monotonic() - phase_started
     out.seconds = time.monotonic() - started
     return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -69,7 +70,8 @@ def test_maintain_removes_old_partitions_compacts_and_vacuums(spark, tmp_path):
     assert len(today) >= 2  # two runs' files in today's partition (the positive control)
     time.sleep(1)  # VACUUM keeps files removed less than the retention (0 h here) ago, to the ms
 
-    results = {r.table: r for r in maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=0),
+    results = {r.table: r for r in maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=0,
+                                                                 vacuum_every_days=1),
                                                    on=ON, tables=["relay_log_tail", "findings"])}
 
     assert not any(r.error for r in results.values()), [r.line() for r in results.values()]
@@ -162,10 +164,11 @@ def test_a_nights_write_is_one_file_and_leaves_nothing_to_compact(spark, tmp_pat
 
 
 def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_path, monkeypatch):
-    """A table never vacuumed is vacuumed; after a night that only added files, no VACUUM (no
-    commits); after a rerun replaced a file, VACUUM deletes it. With a week's retention, a file
-    removed just now is not deletable yet, so that night is not vacuumed either. Without the
-    hour's allowance, a removal the last VACUUM already deleted does not call for another."""
+    """A table never vacuumed whose whole history only added files is not vacuumed, nor after a
+    night that only added files (no commits); after a rerun replaced a file, VACUUM deletes it.
+    With a week's retention, a file removed just now is not deletable yet, so that night is not
+    vacuumed either. Without the hour's allowance, a removal the last VACUUM already deleted does
+    not call for another."""
     import jobs.maintain
 
     wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
@@ -173,21 +176,60 @@ def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_p
     def night(run_id, day, retention_hours):
         write_run_rows(spark, "relay_log_tail", relay_rows(run_id, day), warehouse=wh, run_id=run_id)
         time.sleep(1)  # VACUUM keeps files removed less than the retention (0 h here) ago, to the ms
-        [result] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=retention_hours),
+        [result] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=retention_hours,
+                                                 vacuum_every_days=1),
                                    on=ON, tables=["relay_log_tail"])
         assert result.error is None, result.line()
         return result, operations(table_dir).count("VACUUM START")
 
-    assert night("r-a", ON - dt.timedelta(days=1), 0)[1] == 1              # never vacuumed: vacuumed
-    assert night("r-b", ON, 0)[1] == 1                                      # only added: not vacuumed
+    assert night("r-a", ON - dt.timedelta(days=1), 0)[1] == 0              # never vacuumed, nothing removed
+    assert night("r-b", ON, 0)[1] == 0                                      # only added: not vacuumed
     replaced = {a["path"] for a in add_actions(table_dir) if a["partition.run_date"] == ON}
-    assert night("r-b", ON, 168)[1] == 1         # a rerun: one file removed, a week's retention not past
+    assert night("r-b", ON, 168)[1] == 0         # a rerun: one file removed, a week's retention not past
     result, vacuums = night("r-c", ON - dt.timedelta(days=2), 0)   # no retention: that file is deletable now
-    assert vacuums == 2 and result.files_vacuumed == 1
+    assert vacuums == 1 and result.files_vacuumed == 1 and "vacuum" in result.phase_seconds
     assert not replaced & parquet_on_disk(table_dir)
     assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
     monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
-    assert night("r-d", ON - dt.timedelta(days=3), 0)[1] == 2   # the rerun's removal: vacuumed already
+    assert night("r-d", ON - dt.timedelta(days=3), 0)[1] == 1   # the rerun's removal: vacuumed already
+
+
+def test_a_table_is_vacuumed_on_its_own_night_or_when_its_last_vacuum_is_that_old(spark, tmp_path, monkeypatch):
+    """With ``vacuum_every_days: 7`` a table whose removed file is deletable waits for its own
+    night (one in seven, the tables' nights spread over the week); a table whose last VACUUM is
+    seven days old (here: days made zero long) is vacuumed on any night."""
+    import jobs.maintain
+    from jobs.maintain import _vacuum_day
+    from schemas import all_tables
+
+    monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
+    wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
+    for _ in range(2):   # a run and its rerun: the first file removed, deletable at once with 0 h
+        write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")
+    time.sleep(1)
+    its_day = next(ON + dt.timedelta(days=k) for k in range(7)
+                   if (ON + dt.timedelta(days=k)).toordinal() % 7 == _vacuum_day("relay_log_tail", 7))
+    other_day = its_day + dt.timedelta(days=1)
+    weekly = config(tmp_path, deleted_file_retention_hours=0, vacuum_every_days=7)
+
+    [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
+    assert waiting.error is None and "vacuum" not in waiting.phase_seconds, waiting.line()
+    assert operations(table_dir).count("VACUUM START") == 0
+    [vacuumed] = maintain_tables(spark, weekly, on=its_day, tables=["relay_log_tail"])
+    assert vacuumed.error is None and vacuumed.files_vacuumed == 1, vacuumed.line()
+
+    for _ in range(2):   # another removal, then a night that is not the table's
+        write_run_rows(spark, "relay_log_tail", relay_rows("r-b", ON), warehouse=wh, run_id="r-b")
+    time.sleep(1)
+    [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
+    assert waiting.files_vacuumed == 0 and operations(table_dir).count("VACUUM START") == 1
+    monkeypatch.setattr(jobs.maintain, "_DAY_MS", 0)   # the last VACUUM is now "a week" old
+    [caught_up] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
+    assert caught_up.files_vacuumed >= 1, caught_up.line()   # the rerun's file, and what OPTIMIZE rewrote
+    assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
+
+    nights = Counter(_vacuum_day(name, 7) for name in all_tables())   # the tables' nights are spread
+    assert len(nights) == 7 and max(nights.values()) - min(nights.values()) <= 1
 
 
 def test_a_shorter_retention_vacuums_what_the_last_vacuum_kept(spark, tmp_path, monkeypatch):
@@ -202,14 +244,17 @@ def test_a_shorter_retention_vacuums_what_the_last_vacuum_kept(spark, tmp_path, 
         write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")
     removed = parquet_on_disk(table_dir) - {a["path"] for a in add_actions(table_dir)}
     assert len(removed) == 1
+    monkeypatch.setattr(jobs.maintain, "_vacuum_due", lambda *args, **kwargs: True)   # a VACUUM at 168 h
     [kept] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=168), on=ON,
                              tables=["relay_log_tail"])
+    monkeypatch.undo()
+    monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
     assert kept.error is None and kept.files_vacuumed == 0 and removed <= parquet_on_disk(table_dir)
     assert operations(table_dir).count("VACUUM START") == 1
     time.sleep(1)
 
-    [result] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=0), on=ON,
-                               tables=["relay_log_tail"])
+    [result] = maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=0, vacuum_every_days=1),
+                               on=ON, tables=["relay_log_tail"])
 
     assert result.error is None and result.files_vacuumed == 1, result.line()
     assert not removed & parquet_on_disk(table_dir)
