@@ -17,8 +17,11 @@ then for each of ``--nights`` nights:
    current version, the files on disk, the Delta log's files), and recall and false positives of
    the night's open findings against the model's truth;
 4. on the first and the last night, runs every query of docs/dashboards.md on Spark SQL over the
-   warehouse (a separate process): its time (best of 3, after one run to warm up) and, for each
-   table it scans, the partition filters of the scan in the physical plan.
+   warehouse (a separate process): its time (best and median of 5 rounds, after one run of
+   every query to warm up) and, for each table it scans, the partition filters of the scan in
+   the physical plan. On the last night the same session also queries a copy of night 1's
+   tables (taken after night 1), round by round beside the last night's, so that the two are
+   compared under the same load and the same warmed JVM, not across sessions days apart.
 
 **The clock.** Night k's run runs on the date ``today - (nights - k)`` days: the driver's Python
 clock is moved there with time-machine (``time_machine.travel``, ticking), so run ids, run_date
@@ -50,12 +53,15 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 
@@ -196,8 +202,16 @@ def _scan(node) -> dict:
             "files_read": read}
 
 
-def queries_main(warehouse: Path, day: str, out: Path) -> int:
-    """Every dashboard query over ``warehouse``, as of ``day``: time and scans' partition filters."""
+def queries_main(warehouse: Path, day: str, out: Path, others: Sequence[tuple[Path, str]] = (),
+                 rounds: int = 5) -> int:
+    """Every dashboard query over ``warehouse`` as of ``day``, and over each of ``others`` (a
+    warehouse and its day) in the same session: its time and its scans' partition filters.
+
+    Every query runs once on every warehouse first (the JVM's code is compiled and every table's
+    snapshot cached alike, whichever query comes first); then ``rounds`` rounds each run every
+    query once on every warehouse, the warehouses' order alternating from round to round, so that
+    a query's samples on two warehouses are taken minutes apart at most, under the same load.
+    ``seconds`` is the best round, ``median`` the median one."""
     from pyspark.sql import SparkSession
 
     from jobs.spark import build_session
@@ -205,42 +219,63 @@ def queries_main(warehouse: Path, day: str, out: Path) -> int:
 
     spark = build_session(SparkSettings())
     assert isinstance(spark, SparkSession)
-    spark.sql("CREATE DATABASE IF NOT EXISTS gtid_audit")
-    for table in sorted(p for p in warehouse.iterdir() if (p / "_delta_log").is_dir()):
-        spark.sql(f"CREATE TABLE IF NOT EXISTS gtid_audit.{table.name} USING delta LOCATION '{table}'")
+    targets = [("gtid_audit", warehouse, day)] + [(f"gtid_audit_{i}", w, d) for i, (w, d) in enumerate(others, 1)]
+    for database, location, _ in targets:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+        for table in sorted(p for p in location.iterdir() if (p / "_delta_log").is_dir()):
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {database}.{table.name} USING delta LOCATION '{table}'")
+
+    def text(sql: str, database: str, on: str) -> str:
+        sql = re.sub(r"\bcurrent_date\b(\(\))?", f"DATE'{on}'", sql, flags=re.I)
+        return re.sub(r"\bgtid_audit\.", f"{database}.", sql)
+
+    queries = _dashboard_queries()
+    for title, sql in queries.items():
+        for database, _, on in targets:
+            spark.sql(text(sql, database, on)).collect()
+    times: dict[tuple[str, str], list[float]] = {}
+    rows: dict[tuple[str, str], int] = {}
+    for round_ in range(rounds):
+        for title, sql in queries.items():
+            for database, _, on in (targets if round_ % 2 == 0 else targets[::-1]):
+                t = time.monotonic()
+                rows[title, database] = len(spark.sql(text(sql, database, on)).collect())
+                times.setdefault((title, database), []).append(time.monotonic() - t)
     results = {}
-    for title, sql in _dashboard_queries().items():
-        sql = re.sub(r"\bcurrent_date\b(\(\))?", f"DATE'{day}'", sql, flags=re.I)
-        frame = spark.sql(sql)
-        frame.collect()
-        times = []
-        for _ in range(3):
-            t = time.monotonic()
-            rows = spark.sql(sql).collect()
-            times.append(time.monotonic() - t)
-        spark.conf.set("spark.sql.adaptive.enabled", "false")   # a plain plan tree, its scans' metrics filled
-        planned = spark.sql(sql)
-        planned.collect()
-        scans = [_scan(node) for node in _plan_nodes(planned._jdf.queryExecution().executedPlan())
-                 if node.getClass().getSimpleName() == "FileSourceScanExec"]
-        spark.conf.set("spark.sql.adaptive.enabled", "true")
-        results[title] = {"seconds": min(times), "rows": len(rows), "scans": scans}
+    for title, sql in queries.items():
+        measured = []
+        for database, location, on in targets:
+            spark.conf.set("spark.sql.adaptive.enabled", "false")   # a plain plan tree, its scans' metrics filled
+            planned = spark.sql(text(sql, database, on))
+            planned.collect()
+            scans = [_scan(node) for node in _plan_nodes(planned._jdf.queryExecution().executedPlan())
+                     if node.getClass().getSimpleName() == "FileSourceScanExec"]
+            spark.conf.set("spark.sql.adaptive.enabled", "true")
+            samples = times[title, database]
+            measured.append({"warehouse": str(location), "day": on, "seconds": min(samples),
+                             "median": statistics.median(samples), "samples": samples,
+                             "rows": rows[title, database], "scans": scans})
+        results[title] = {**measured[0], "others": measured[1:]}
     out.write_text(json.dumps(results, indent=1))
     spark.stop()
     return 0
 
 
-def _queries(warehouse: Path, day: dt.date, out: Path, log: Path) -> dict:
+def _queries(warehouse: Path, day: dt.date, out: Path, log: Path,
+             others: Sequence[tuple[Path, dt.date]] = ()) -> dict:
+    extra = [str(x) for w, d in others for x in (w, d.isoformat())]
     with log.open("w") as f:
-        subprocess.run([sys.executable, __file__, "--queries", str(warehouse), day.isoformat(), str(out)],
+        subprocess.run([sys.executable, __file__, "--queries", str(warehouse), day.isoformat(), str(out), *extra],
                        stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT), check=True)
     return json.loads(out.read_text())
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--queries"]:
-        return queries_main(Path(argv[1]), argv[2], Path(argv[3]))
+    if argv[:1] == ["--queries"]:   # WAREHOUSE DAY OUT.json [WAREHOUSE DAY ...]
+        rest = argv[4:]
+        return queries_main(Path(argv[1]), argv[2], Path(argv[3]),
+                            others=[(Path(w), d) for w, d in zip(rest[::2], rest[1::2])])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--servers", type=int, default=1000)
     p.add_argument("--nights", type=int, default=365)
@@ -273,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     today = dt.datetime.now(dt.timezone.utc).date()
     first_day = today - dt.timedelta(days=args.nights - 1)
     rows, queries = [], {}
+    night1_copy = work / "warehouse-night001"
+    shutil.rmtree(night1_copy, ignore_errors=True)
     print(f"servers {args.servers}  nights {args.nights} ({first_day} to {today})  seed {args.seed}  "
           f"simulator processes {processes}  work {work}"
           f"{'  retention ' + json.dumps(retention) if retention else ''}"
@@ -322,8 +359,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  missed {miss}")
         for fp in row["false_positives"]:
             print(f"  false positive {fp}")
-        if night in (1, args.nights):
+        if night == 1:
             queries[night] = _queries(warehouse, day, work / f"queries{night:03d}.json", work / f"queries{night:03d}.log")
+            if args.nights > 1:   # night 1's tables, queried again beside the last night's
+                shutil.copytree(warehouse, night1_copy, copy_function=shutil.copy2)
+        elif night == args.nights:
+            queries[night] = _queries(warehouse, day, work / f"queries{night:03d}.json", work / f"queries{night:03d}.log",
+                                      others=[(night1_copy, first_day)])
         age_logs(warehouse, 86_400)
     first, last = rows[0], rows[-1]
     print()
@@ -348,14 +390,17 @@ def main(argv: list[str] | None = None) -> int:
               f"{sum(x['log_crc'] for x in t):,} / {sum(x['log_checkpoints'] for x in t):,} / "
               f"{sum(x['log_other'] for x in t):,}) | {sum(x['log_bytes'] for x in t):,} |")
     print()
-    print("| query | night 1 | last night | last night's scans (table: files read, filter on the partition column) |")
-    print("|---|---:|---:|---|")
+    print("| query | night 1 | night 1's tables, beside the last night's (best / median) | last night (best / median) "
+          "| last night's scans (table: files read, filter on the partition column) |")
+    print("|---|---:|---:|---:|---|")
     for title, q in queries.get(args.nights, {}).items():
         q1 = queries.get(1, {}).get(title, {"seconds": float("nan")})
+        beside = (q.get("others") or [{"seconds": float("nan"), "median": float("nan")}])[0]
         scans = "; ".join(f"{s['table']}: {s['files_read']} of {last['tables'].get(s['table'], {}).get('files')} "
                           f"file(s), partition filter "
                           f"{'yes' if 'run_date' in s['partition_filters'] else 'none'}" for s in q["scans"])
-        print(f"| {title} | {q1['seconds'] * 1000:.0f} ms | {q['seconds'] * 1000:.0f} ms | {scans} |")
+        print(f"| {title} | {q1['seconds'] * 1000:.0f} ms | {beside['seconds'] * 1000:.0f} / "
+              f"{beside['median'] * 1000:.0f} ms | {q['seconds'] * 1000:.0f} / {q['median'] * 1000:.0f} ms | {scans} |")
     return 0
 
 

@@ -174,7 +174,6 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         with LoadWriter(fleet, **DEMO_LOAD) as load:
             night = run_night(audit_config, fail_on="never", send_alerts=False)
             written = load.stop()
-        print(night.collected.line())
         print_outcome(night.audited)
         run_id = night.run_id
         findings = read_arrow(str(warehouse.resolve()), "findings", run_id).to_pylist()

@@ -20,7 +20,7 @@ For every table of the warehouse, in one Spark session:
    are deleted once older than that. A table whose history since its last completed VACUUM
    holds no removal old enough to delete is not vacuumed (:func:`_vacuum_due`): no VACUUM commits.
    Nor is a table on another night than its own, one in ``vacuum_every_days`` (the tables' days
-   are spread over the interval, :func:`_vacuum_day`), unless its last VACUUM is that old: once
+   are spread over the interval, :func:`_vacuum_day`), unless its last VACUUM is older: once
    retention deletes a partition of every retained table every night, a night vacuums a few
    tables, not all of them.
 
@@ -201,10 +201,12 @@ def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_i
     are not logged looks never vacuumed (:func:`maintain_tables` turns Delta's VACUUM logging on,
     which Delta leaves off on S3 by default).
 
-    It is the table's day when ``on_its_day`` (:func:`_vacuum_day`; always with ``every_days``
-    1), or when its last completed VACUUM, or its oldest commit in the history if none, is
-    ``every_days`` days old or more: a night that did not run, or a table that was not due on
-    its day, is caught up the next night.
+    It is the table's night when ``on_its_day`` (:func:`_vacuum_day`; always with ``every_days``
+    1), or when its last completed VACUUM is more than ``every_days`` days old (``every_days``
+    + 1, less the hour's allowance): its own night did not run, or had nothing to delete then,
+    and the next night catches up. A table never vacuumed waits for its own night, so that
+    tables whose retention starts deleting on the same day (every retained table of a new
+    warehouse) are not all vacuumed together then, and every week after.
 
     Times are the JVM's clock and the commits' timestamps, as VACUUM's own horizon is; an hour's
     allowance either side (Delta stamps a removed file when its transaction starts, never after
@@ -224,23 +226,22 @@ def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_i
     retention_ms = retention_hours * 3600 * 1000
     completed = [r for r in rows if r["operation"] == "VACUUM END"
                  and str((r["operationParameters"] or {}).get("status", "")).upper() == "COMPLETED"]
+    last_end = max(completed, key=lambda r: r["version"]) if completed else None
+    if every_days > 1 and not on_its_day and (
+            last_end is None or now_ms - last_end["ms"] < (every_days + 1) * _DAY_MS - _VACUUM_SLACK_MS):
+        return False
     starts = []
-    if completed:
-        last_end = max(completed, key=lambda r: r["version"])
+    if last_end is not None:
         starts = [r for r in rows if r["operation"] == "VACUUM START" and r["version"] < last_end["version"]]
     if starts:
         start = max(starts, key=lambda r: r["version"])
         used_ms = max([retention_ms] + [_millis(start["operationParameters"], key)
                                         for key in ("specifiedRetentionMillis", "defaultRetentionMillis")])
         left_from = start["ms"] - used_ms - _VACUUM_SLACK_MS     # removed since: the last VACUUM kept them
-        last_ms = last_end["ms"]
     elif min(r["version"] for r in rows) == 0:                   # never vacuumed, whole history at hand
         left_from = None
-        last_ms = min(r["ms"] for r in rows)
     else:
         return True
-    if every_days > 1 and not on_its_day and now_ms - last_ms < every_days * _DAY_MS - _VACUUM_SLACK_MS:
-        return False
     deletable_to = now_ms - retention_ms + _VACUUM_SLACK_MS      # removed before: past the retention now
     return any((left_from is None or left_from <= r["ms"]) and r["ms"] <= deletable_to
                and _removes_files(r["operation"], r["operationMetrics"]) for r in rows)

@@ -196,8 +196,9 @@ def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_p
 
 def test_a_table_is_vacuumed_on_its_own_night_or_when_its_last_vacuum_is_that_old(spark, tmp_path, monkeypatch):
     """With ``vacuum_every_days: 7`` a table whose removed file is deletable waits for its own
-    night (one in seven, the tables' nights spread over the week); a table whose last VACUUM is
-    seven days old (here: days made zero long) is vacuumed on any night."""
+    night (one in seven, the tables' nights spread over the week), even when never vacuumed; a
+    table whose last VACUUM is more than seven days old (here: days made zero long) is vacuumed
+    on any night."""
     import jobs.maintain
     from jobs.maintain import _vacuum_day
     from schemas import all_tables
@@ -212,7 +213,9 @@ def test_a_table_is_vacuumed_on_its_own_night_or_when_its_last_vacuum_is_that_ol
     other_day = its_day + dt.timedelta(days=1)
     weekly = config(tmp_path, deleted_file_retention_hours=0, vacuum_every_days=7)
 
-    [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
+    with monkeypatch.context() as m:
+        m.setattr(jobs.maintain, "_DAY_MS", 0)   # however old the table, never vacuumed: its own night
+        [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert waiting.error is None and "vacuum" not in waiting.phase_seconds, waiting.line()
     assert operations(table_dir).count("VACUUM START") == 0
     [vacuumed] = maintain_tables(spark, weekly, on=its_day, tables=["relay_log_tail"])
@@ -223,7 +226,7 @@ def test_a_table_is_vacuumed_on_its_own_night_or_when_its_last_vacuum_is_that_ol
     time.sleep(1)
     [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert waiting.files_vacuumed == 0 and operations(table_dir).count("VACUUM START") == 1
-    monkeypatch.setattr(jobs.maintain, "_DAY_MS", 0)   # the last VACUUM is now "a week" old
+    monkeypatch.setattr(jobs.maintain, "_DAY_MS", 0)   # the last VACUUM is now "over a week" old
     [caught_up] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert caught_up.files_vacuumed >= 1, caught_up.line()   # the rerun's file, and what OPTIMIZE rewrote
     assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
