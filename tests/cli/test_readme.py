@@ -58,3 +58,18 @@ def test_shipped_example_configs_validate_with_their_audit_section():
         assert settings.fail_on == "critical"
     prod = load_audit_settings(load_config(ROOT / "conf/example-production.yaml").audit, "prod")
     assert {s.check for s in prod.silences} == {None, "config_sync_binlog"}
+
+
+def test_every_maintenance_setting_is_documented():
+    """Each key of the ``maintenance`` section is named in the README's configuration table and
+    set, with its default, in conf/example-production.yaml."""
+    import yaml
+
+    from jobs.config import MaintenanceSettings
+
+    keys = set(MaintenanceSettings.model_fields)
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `maintenance` |"))
+    assert not {k for k in keys if f"`{k}`" not in row}
+    example = yaml.safe_load((ROOT / "conf/example-production.yaml").read_text())["maintenance"]
+    assert keys == set(example)
