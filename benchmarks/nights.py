@@ -44,6 +44,8 @@ date.
 
 Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--processes N] [--keep DIR]
        [--retention TABLE=DAYS ...] [--log-retention-days N]
+       python benchmarks/nights.py --queries WAREHOUSE DAY OUT.json [WAREHOUSE DAY ...] [--rounds N]
+       (the dashboard queries alone, over one warehouse and others beside it in the same session)
 The figures are recorded in docs/benchmarks.md (section "A simulated year").
 """
 from __future__ import annotations
@@ -272,10 +274,13 @@ def _queries(warehouse: Path, day: dt.date, out: Path, log: Path,
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--queries"]:   # WAREHOUSE DAY OUT.json [WAREHOUSE DAY ...]
-        rest = argv[4:]
+    if argv[:1] == ["--queries"]:   # WAREHOUSE DAY OUT.json [WAREHOUSE DAY ...] [--rounds N]
+        rest, rounds = argv[4:], 5
+        if "--rounds" in rest:
+            at = rest.index("--rounds")
+            rounds, rest = int(rest[at + 1]), rest[:at] + rest[at + 2:]
         return queries_main(Path(argv[1]), argv[2], Path(argv[3]),
-                            others=[(Path(w), d) for w, d in zip(rest[::2], rest[1::2])])
+                            others=[(Path(w), d) for w, d in zip(rest[::2], rest[1::2])], rounds=rounds)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--servers", type=int, default=1000)
     p.add_argument("--nights", type=int, default=365)
