@@ -368,6 +368,15 @@ def _write_tables(spark, rows, ctx: RunContext, warehouse: str, prev) -> Collect
 
 # --- CLI -------------------------------------------------------------------------------------------
 
+def _maintenance_line(m) -> str:
+    kept = sorted(t for t, days in m.retention_days.items() if days is None)
+    retained = ", ".join(f"{t}={days}d" for t, days in sorted(m.retention_days.items()) if days is not None)
+    return (f"maintenance: after_run={'on' if m.after_run else 'off'} retention: {retained}; kept: {', '.join(kept)}; "
+            f"optimize={'on' if m.optimize else 'off'} "
+            f"vacuum={'every ' + str(m.vacuum_every_days) + ' nights' if m.vacuum else 'off'} "
+            f"deleted_file_retention={m.deleted_file_retention_hours}h")
+
+
 def _cmd_config_check(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.file)
@@ -384,6 +393,9 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
            f"discovery: {'on' if config.discovery.enabled else 'off'}",
            f"audit: fail_on={audit.fail_on} silences={len(audit.silences)} "
            f"alertmanager={audit.alertmanager.url if audit.alertmanager else 'off'}",
+           f"spark: master={config.spark.master or 'from spark-submit, else local[*]'} "
+           f"conf={len(config.spark.conf)} setting(s)",
+           _maintenance_line(config.maintenance),
            f"servers ({len(specs)}):"]
     problems = 0
     for spec in specs:

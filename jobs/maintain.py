@@ -20,9 +20,9 @@ For every table of the warehouse, in one Spark session:
    are deleted once older than that. A table whose history since its last completed VACUUM
    holds no removal old enough to delete is not vacuumed (:func:`_vacuum_due`): no VACUUM commits.
    Nor is a table on another night than its own, one in ``vacuum_every_days`` (the tables' days
-   are spread over the interval, :func:`_vacuum_day`), unless its last VACUUM is older: once
-   retention deletes a partition of every retained table every night, a night vacuums a few
-   tables, not all of them.
+   are spread over the interval, :func:`_vacuum_day`), unless what it can delete has waited that
+   long: once retention deletes a partition of every retained table every night, a night
+   vacuums a few tables, not all of them.
 
 Tables are maintained ``maintenance.concurrent_tables`` at a time (threads of one Spark session:
 most of a table's time is the driver's own, replaying its log and committing, and small jobs of
@@ -44,7 +44,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from jobs.config import ConfigError, GtidAuditConfig, MaintenanceSettings, load_config
 
@@ -80,8 +80,12 @@ class TableMaintenance:
             return f"{self.table}: FAILED {self.error}"
         kept = f"deleted {self.rows_deleted} rows before {self.deleted_before}" if self.deleted_before else "kept"
         phases = "".join(f", {phase} {seconds:.1f}s" for phase, seconds in self.phase_seconds.items())
-        return (f"{self.table}: {kept}, compacted {self.files_compacted} files, "
-                f"vacuumed {self.files_vacuumed} files ({self.seconds:.1f}s{phases})")
+        return (f"{self.table}: {kept}, compacted {_files(self.files_compacted)}, "
+                f"vacuumed {_files(self.files_vacuumed)} ({self.seconds:.1f}s{phases})")
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
 
 
 @dataclass
@@ -202,11 +206,13 @@ def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_i
     which Delta leaves off on S3 by default).
 
     It is the table's night when ``on_its_day`` (:func:`_vacuum_day`; always with ``every_days``
-    1), or when its last completed VACUUM is more than ``every_days`` days old (``every_days``
-    + 1, less the hour's allowance): its own night did not run, or had nothing to delete then,
-    and the next night catches up. A table never vacuumed waits for its own night, so that
-    tables whose retention starts deleting on the same day (every retained table of a new
-    warehouse) are not all vacuumed together then, and every week after.
+    1). On another night a table is vacuumed only when a removal it could delete has been
+    deletable for ``every_days`` days (less the hour's allowance): its own night, which came
+    meanwhile, did not run (a scheduler that skips that weekday, an outage) or the table was
+    maintained only with ``--table`` on other nights. Tables whose retention starts deleting on
+    the same day (every retained table of a new warehouse) thus still fall on their own nights,
+    and no table waits for ever. A history cut short (no version 0, no VACUUM in it) may hide
+    removals: such a table with nothing visible to delete is vacuumed on its own night.
 
     Times are the JVM's clock and the commits' timestamps, as VACUUM's own horizon is; an hour's
     allowance either side (Delta stamps a removed file when its transaction starts, never after
@@ -222,29 +228,36 @@ def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_i
             .select("version", F.unix_millis("timestamp").alias("ms"), "operation", "operationParameters",
                     "operationMetrics")
             .collect())
+    if not rows:
+        return False
     now_ms = spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
     retention_ms = retention_hours * 3600 * 1000
     completed = [r for r in rows if r["operation"] == "VACUUM END"
                  and str((r["operationParameters"] or {}).get("status", "")).upper() == "COMPLETED"]
-    last_end = max(completed, key=lambda r: r["version"]) if completed else None
-    if every_days > 1 and not on_its_day and (
-            last_end is None or now_ms - last_end["ms"] < (every_days + 1) * _DAY_MS - _VACUUM_SLACK_MS):
-        return False
     starts = []
-    if last_end is not None:
+    if completed:
+        last_end = max(completed, key=lambda r: r["version"])
         starts = [r for r in rows if r["operation"] == "VACUUM START" and r["version"] < last_end["version"]]
     if starts:
         start = max(starts, key=lambda r: r["version"])
         used_ms = max([retention_ms] + [_millis(start["operationParameters"], key)
                                         for key in ("specifiedRetentionMillis", "defaultRetentionMillis")])
         left_from = start["ms"] - used_ms - _VACUUM_SLACK_MS     # removed since: the last VACUUM kept them
-    elif min(r["version"] for r in rows) == 0:                   # never vacuumed, whole history at hand
+        whole = True
+    else:                                                        # never vacuumed, as far as the log shows
         left_from = None
-    else:
-        return True
+        whole = min(r["version"] for r in rows) == 0
     deletable_to = now_ms - retention_ms + _VACUUM_SLACK_MS      # removed before: past the retention now
-    return any((left_from is None or left_from <= r["ms"]) and r["ms"] <= deletable_to
-               and _removes_files(r["operation"], r["operationMetrics"]) for r in rows)
+    deletable = [r["ms"] for r in rows
+                 if (left_from is None or left_from <= r["ms"]) and r["ms"] <= deletable_to
+                 and _removes_files(r["operation"], r["operationMetrics"])]
+    its_night = every_days == 1 or on_its_day
+    if not deletable:
+        return its_night and not whole
+    if its_night:
+        return True
+    deletable_since = min(deletable) + retention_ms - _VACUUM_SLACK_MS
+    return now_ms - deletable_since >= every_days * _DAY_MS
 
 
 def _millis(parameters, key: str) -> int:
@@ -388,10 +401,12 @@ def clean_staging(spark, warehouse: str, settings: MaintenanceSettings) -> Stagi
 
 
 def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None,
-                    tables: Sequence[str] | None = None) -> list[TableMaintenance | StagingCleanup]:
+                    tables: Sequence[str] | None = None,
+                    report: Callable[[str], None] | None = None) -> list[TableMaintenance | StagingCleanup]:
     """Maintain every registered table (or ``tables``) of the configured warehouse, as of
     ``on`` (default: today, UTC), then, without ``tables``, remove stale staging (the last
-    result). A table that fails is reported in its result, never stops the others."""
+    result). A table that fails is reported in its result, never stops the others. Each result's
+    line goes to ``report`` as it comes (default: the log; ``gtid-audit maintain`` prints it)."""
     from schemas import all_tables
 
     settings = config.maintenance
@@ -402,6 +417,7 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
         raise MaintenanceError(f"unknown table(s) {unknown!r}")
     on = on or dt.datetime.now(dt.timezone.utc).date()
     warehouse = config.resolved_warehouse()
+    say = report or (lambda line: log.info("%s", line))
 
     def one(name: str) -> TableMaintenance:
         try:
@@ -409,8 +425,7 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
         except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
             log.error("maintenance of %s failed: %s", name, exc)
             result = TableMaintenance(table=name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-        if result.exists:
-            log.info("%s", result.line())
+        say(result.line())
         return result
 
     # VACUUM lists the table's directories with spark.sql.sources.parallelPartitionDiscovery
@@ -430,7 +445,7 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
                 results = list(pool.map(one, names))
     if not tables:
         results.append(clean_staging(spark, warehouse, settings))
-        log.info("%s", results[-1].line())
+        say(results[-1].line())
     return results
 
 
@@ -442,12 +457,11 @@ def _command(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         on = dt.date.fromisoformat(args.date) if args.date else None
         spark = build_session(config.spark)
-        results = maintain_tables(spark, config, on=on, tables=args.table or None)
+        results = maintain_tables(spark, config, on=on, tables=args.table or None,
+                                  report=lambda line: print(line, flush=True))
     except (ConfigError, MaintenanceError, DeltaJarsError, ValueError) as exc:
         log.error("%s", exc)
         return 1
-    for r in results:
-        print(r.line())
     return 1 if any(r.error for r in results) else 0
 
 
@@ -457,7 +471,10 @@ def register(subparsers) -> None:
         "maintain", help="table lifecycle: retention, OPTIMIZE/Z-order, VACUUM, table properties",
         description="Apply the `maintenance` settings to every table: delete partitions past their "
                     "retention, compact the recent partitions (Z-ordered by the columns the "
-                    "dashboards filter on), VACUUM files past delta.deletedFileRetentionDuration; "
+                    "dashboards filter on), VACUUM files past delta.deletedFileRetentionDuration "
+                    "(each table on its own night of maintenance.vacuum_every_days, 7 by default, "
+                    "or once what it can delete has waited that long), set the tables' Delta "
+                    "properties; "
                     "without --table, also delete the read staging a killed collection left "
                     "(nothing changed in it for maintenance.staging_max_age_hours). "
                     "`run` does the same as its last step when maintenance.after_run is true. "

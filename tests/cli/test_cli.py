@@ -162,3 +162,17 @@ def test_a_short_output_to_a_reader_gone_before_it_ends_quietly_too():
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 141, err[-2000:]
     assert "BrokenPipeError" not in err and "Exception ignored" not in err, err[-2000:]
+
+
+def test_config_check_shows_the_spark_and_maintenance_settings_it_read(tmp_path, capsys):
+    """`config check` names the values of the spark and maintenance sections as loaded."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("warehouse: ./wh\nservers:\n  - {name: a, host: 127.0.0.1, user: u}\n"
+                   "spark: {master: 'local[2]'}\n"
+                   "maintenance: {after_run: true, vacuum_every_days: 3, retention_days: {servers: 90, binary_logs: keep}}\n")
+    code, out, _ = run(capsys, "config", "check", str(cfg))
+    assert code == 0
+    assert "spark: master=local[2] conf=0 setting(s)" in out
+    line = next(x for x in out.splitlines() if x.startswith("maintenance:"))
+    assert "after_run=on" in line and "servers=90d" in line and "vacuum=every 3 nights" in line
+    assert "binary_logs" in line.split("kept:")[1]

@@ -194,14 +194,15 @@ def test_vacuum_runs_only_when_a_removed_file_is_past_the_retention(spark, tmp_p
     assert night("r-d", ON - dt.timedelta(days=3), 0)[1] == 1   # the rerun's removal: vacuumed already
 
 
-def test_a_table_is_vacuumed_on_its_own_night_or_when_its_last_vacuum_is_that_old(spark, tmp_path, monkeypatch):
+def test_a_table_is_vacuumed_on_its_own_night_or_when_what_it_can_delete_has_waited(spark, tmp_path, monkeypatch):
     """With ``vacuum_every_days: 7`` a table whose removed file is deletable waits for its own
-    night (one in seven, the tables' nights spread over the week), even when never vacuumed; a
-    table whose last VACUUM is more than seven days old (here: days made zero long) is vacuumed
-    on any night."""
+    night (one in seven), vacuumed before or not; once a deletable file has waited seven days
+    (here: days made zero long), any night vacuums it, so a schedule that never runs on the
+    table's night (a weekday skipped) does not starve it. The retained tables' nights are spread:
+    no night has more than three of them."""
     import jobs.maintain
+    from jobs.config import DEFAULT_RETENTION_DAYS
     from jobs.maintain import _vacuum_day
-    from schemas import all_tables
 
     monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
     wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
@@ -213,9 +214,7 @@ def test_a_table_is_vacuumed_on_its_own_night_or_when_its_last_vacuum_is_that_ol
     other_day = its_day + dt.timedelta(days=1)
     weekly = config(tmp_path, deleted_file_retention_hours=0, vacuum_every_days=7)
 
-    with monkeypatch.context() as m:
-        m.setattr(jobs.maintain, "_DAY_MS", 0)   # however old the table, never vacuumed: its own night
-        [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
+    [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert waiting.error is None and "vacuum" not in waiting.phase_seconds, waiting.line()
     assert operations(table_dir).count("VACUUM START") == 0
     [vacuumed] = maintain_tables(spark, weekly, on=its_day, tables=["relay_log_tail"])
@@ -226,13 +225,22 @@ def test_a_table_is_vacuumed_on_its_own_night_or_when_its_last_vacuum_is_that_ol
     time.sleep(1)
     [waiting] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert waiting.files_vacuumed == 0 and operations(table_dir).count("VACUUM START") == 1
-    monkeypatch.setattr(jobs.maintain, "_DAY_MS", 0)   # the last VACUUM is now "over a week" old
+    monkeypatch.setattr(jobs.maintain, "_DAY_MS", 0)   # what it can delete has now waited "a week"
     [caught_up] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert caught_up.files_vacuumed >= 1, caught_up.line()   # the rerun's file, and what OPTIMIZE rewrote
     assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
 
-    nights = Counter(_vacuum_day(name, 7) for name in all_tables())   # the tables' nights are spread
-    assert len(nights) == 7 and max(nights.values()) - min(nights.values()) <= 1
+    never, never_dir = tmp_path / "never", tmp_path / "never" / "relay_log_tail"   # never vacuumed, never its night
+    for _ in range(2):
+        write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=str(never), run_id="r-a")
+    time.sleep(1)
+    [starved_not] = maintain_tables(spark, config(never, deleted_file_retention_hours=0, vacuum_every_days=7),
+                                    on=other_day, tables=["relay_log_tail"])
+    assert starved_not.files_vacuumed == 1, starved_not.line()
+    assert parquet_on_disk(never_dir) == {a["path"] for a in add_actions(never_dir)}
+
+    retained = [name for name, days in DEFAULT_RETENTION_DAYS.items() if days is not None]
+    assert len(retained) >= 12 and max(Counter(_vacuum_day(name, 7) for name in retained).values()) <= 3
 
 
 def test_a_shorter_retention_vacuums_what_the_last_vacuum_kept(spark, tmp_path, monkeypatch):
@@ -415,7 +423,8 @@ def test_maintain_command_exit_codes(spark, tmp_path, capsys):
     good.write_text(base)
     bad.write_text(base + "maintenance: {zorder: {findings: [run_date]}}\n")
     assert main(["maintain", "--config", str(good), "--table", "relay_log_tail"]) == 0
-    assert "relay_log_tail: no table" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "relay_log_tail: no table" in out and "relay_log_tail" not in err   # printed, not logged as well
     assert main(["maintain", "--config", str(bad)]) == 1
 
 
@@ -477,3 +486,14 @@ def test_maintain_removes_the_staging_a_killed_collection_left_and_only_that(spa
     assert cleanup.removed == [os.path.basename(killed)]
     assert cleanup.line() == "_staging/collect: removed 1 stale run directories"
     assert not os.path.exists(killed) and os.path.isdir(running) and os.path.isdir(still_writing)
+
+
+def test_a_tables_line_names_its_phases_and_counts_files_in_english():
+    """The line ``maintain`` prints: singular for one file, each phase that ran with its seconds."""
+    from jobs.maintain import TableMaintenance
+
+    one = TableMaintenance(table="runs", files_compacted=1, files_vacuumed=2, seconds=3.25,
+                           phase_seconds={"optimize": 1.04, "vacuum": 2.0})
+    assert one.line() == "runs: kept, compacted 1 file, vacuumed 2 files (3.2s, optimize 1.0s, vacuum 2.0s)"
+    none = TableMaintenance(table="findings", seconds=0.5)
+    assert none.line() == "findings: kept, compacted 0 files, vacuumed 0 files (0.5s)"
