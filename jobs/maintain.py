@@ -189,8 +189,7 @@ def _vacuum_day(name: str, every_days: int) -> int:
     ``1/every_days`` of them are vacuumed each night rather than all on one."""
     from schemas import all_tables
 
-    names = sorted(all_tables())
-    return (names.index(name) if name in names else sum(map(ord, name))) % every_days
+    return sorted(all_tables()).index(name) % every_days
 
 
 def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_its_day: bool = True) -> bool:
@@ -205,8 +204,8 @@ def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_i
     are not logged looks never vacuumed (:func:`maintain_tables` turns Delta's VACUUM logging on,
     which Delta leaves off on S3 by default).
 
-    It is the table's night when ``on_its_day`` (:func:`_vacuum_day`; always with ``every_days``
-    1). On another night a table is vacuumed only when a removal it could delete has been
+    It is the table's night when ``on_its_day`` (:func:`_vacuum_day`; every night when
+    ``every_days`` is 1, since every ordinal is 0 modulo 1). On another night a table is vacuumed only when a removal it could delete has been
     deletable for ``every_days`` days (less the hour's allowance): its own night, which came
     meanwhile, did not run (a scheduler that skips that weekday, an outage) or the table was
     maintained only with ``--table`` on other nights. Tables whose retention starts deleting on
@@ -251,10 +250,9 @@ def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_i
     deletable = [r["ms"] for r in rows
                  if (left_from is None or left_from <= r["ms"]) and r["ms"] <= deletable_to
                  and _removes_files(r["operation"], r["operationMetrics"])]
-    its_night = every_days == 1 or on_its_day
     if not deletable:
-        return its_night and not whole
-    if its_night:
+        return on_its_day and not whole
+    if on_its_day:
         return True
     deletable_since = min(deletable) + retention_ms - _VACUUM_SLACK_MS
     return now_ms - deletable_since >= every_days * _DAY_MS
