@@ -26,8 +26,9 @@ night:
 
 and one row per night and phase: the job's phases are told apart by its output (a
 ``collect phase=<probe|read|reread> servers=<n> seconds=<s>`` line ends each collection phase,
-the collect summary line ends ``collect-rest``, the printed outcome ends audit, ``report:`` the
-report); ``start`` is what comes before the first collection phase (JVM start, session,
+the collect summary line ends ``collect-rest``, the audit's last log line ends audit, the
+printed outcome ends maintain (``maintenance.after_run``), ``report:`` the report; with
+``--keep`` each night's log is kept there as ``night-N.log``); ``start`` is what comes before the first collection phase (JVM start, session,
 configuration, inventory, and on later nights planning from the previous tables until a phase
 begins by the job's count). For each: wall time, the job's own seconds and servers, client CPU
 seconds by process (utime + stime from /proc/<pid>/stat of the job's process tree at the phase
@@ -280,18 +281,23 @@ def _peaks(samples) -> dict[str, int]:
     return peaks
 
 
-def _run(argv: list[str], sim: Simulator) -> tuple[float, Meter, int]:
+AUDIT_LINE = re.compile(r"gtid_audit\.audit: run \S+: \d+ open finding")
+
+
+def _run(argv: list[str], sim: Simulator, log_file: Path | None = None) -> tuple[float, Meter, int]:
     """Run the job's CLI once, phase by phase. The phases are told apart by its output: each
     ``collect phase=...`` line ends that collection phase; the collect summary line in the log
-    (stderr) ends collect (``collect``, or ``collect-rest`` after phase lines); the printed
-    outcome (stdout) ends audit, ``report:`` the report."""
+    (stderr) ends collect (``collect``, or ``collect-rest`` after phase lines); the audit's last
+    log line (``run <id>: N open finding(s) ...``) ends audit, the printed outcome ends maintain
+    (``maintenance.after_run``: retention, OPTIMIZE, VACUUM), ``report:`` the report. The job's
+    log is written to ``log_file`` when one is given."""
     start = time.monotonic()
     # unbuffered: the phase marks are the job's output lines, read as they are written
     proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     meter = Meter(proc.pid, sim)
     err: list[str] = []
-    state = {"phase_lines": False, "collected": False, "audited": False}
+    state = {"phase_lines": False, "collected": False, "audited": False, "maintained": False}
     lock = threading.Lock()
 
     def on_line(line: str, stream: str) -> None:
@@ -309,9 +315,12 @@ def _run(argv: list[str], sim: Simulator) -> tuple[float, Meter, int]:
                     meter.end("collect", collection=True, job_seconds=float(seconds.group(1)) if seconds else None)
             elif stream == "stdout" and line.startswith("report:"):
                 meter.end("report")
-            elif stream == "stdout" and state["collected"] and not state["audited"]:
+            elif stream == "stderr" and state["collected"] and not state["audited"] and AUDIT_LINE.search(line):
                 state["audited"] = True
                 meter.end("audit")
+            elif stream == "stdout" and state["collected"] and not state["maintained"]:
+                state["maintained"] = True
+                meter.end("maintain" if state["audited"] else "audit")
 
     def follow_stderr() -> None:
         for line in proc.stderr:
@@ -325,6 +334,8 @@ def _run(argv: list[str], sim: Simulator) -> tuple[float, Meter, int]:
     proc.wait()
     reader.join()
     meter.stop()
+    if log_file is not None:
+        log_file.write_text("".join(err))
     if proc.returncode not in (0, 2):
         print("".join(err)[-3000:], file=sys.stderr)
     return time.monotonic() - start, meter, proc.returncode
@@ -414,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for n in range(1, args.nights + 1):
             run_id = f"scale-{args.servers}-{stamp}-n{n}"
-            wall, meter, rc = _run(["run", "--config", str(config), "--run-id", run_id, "--fail-on", "never"], sim)
+            wall, meter, rc = _run(["run", "--config", str(config), "--run-id", run_id, "--fail-on", "never"], sim,
+                                 log_file=work / f"night-{n}.log" if args.keep else None)
             summary = _run_summary(work / "warehouse", run_id)
             nights.append(Night(n, run_id, wall, rc, meter, summary,
                                 score(fleet.truth, _findings(work / "warehouse", run_id))))

@@ -22,7 +22,7 @@ from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
 __all__ = ["build_session", "session_conf", "delta_conf", "DRIVER_BOUNDS", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES",
-           "LOCAL_WORKER_DAEMON", "local_defaults"]
+           "LOCAL_WORKER_DAEMON", "LOCAL_NO_CODEGEN", "local_defaults"]
 
 #: Quiet log4j2 configuration for sessions the job starts itself.
 LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
@@ -61,6 +61,24 @@ TASK_BOUNDS: Mapping[str, str] = {
 #: that every worker paid again (:mod:`jobs.worker_daemon`, issue #21).
 LOCAL_WORKER_DAEMON: Mapping[str, str] = {"spark.python.daemon.module": "jobs.worker_daemon"}
 
+#: No generated code in a local session: Spark's whole-stage code generation off, and its
+#: expressions evaluated by the interpreter rather than compiled (``factoryMode`` is an internal
+#: setting of Spark's SQLConf: ``CODEGEN_ONLY``, ``NO_CODEGEN`` or the default ``FALLBACK``).
+#:
+#: Why (issue #21): a night is a few hundred small queries (the audit's joins, Delta's reads of
+#: each table's state and its writes' statistics), each over thousands of rows, not millions. A
+#: Java Flight Recorder profile of one audit of 1,000 simulated servers put 32 % of the JVM's
+#: sampled time in generating and compiling code with Janino, and the JIT compilers spent 15 of
+#: their 52 s compiling Janino itself: a fixed cost per query that a 2-core machine pays in
+#: wall time. Interpreted, the same audit took 67-87 s against 87-113 s (four alternating
+#: pairs; at 10,000 servers 86-91 s against 96-98 s), and its findings are the same (docs/benchmarks.md, "Generated code or the
+#: interpreter"). Local mode only, where it was measured; the user's ``spark.conf`` wins, and a
+#: cluster can set the same two keys (docs/deployment.md).
+LOCAL_NO_CODEGEN: Mapping[str, str] = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
 #: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
     **DRIVER_BOUNDS,
@@ -75,6 +93,7 @@ LOCAL_TEST_CONF: Mapping[str, str] = {
     "spark.python.worker.reuse": "true",
     "spark.databricks.delta.snapshotPartitions": "1",
     **LOCAL_WORKER_DAEMON,
+    **LOCAL_NO_CODEGEN,
 }
 
 #: Shuffle partitions of a local session per core it runs tasks on.
@@ -89,10 +108,11 @@ def local_defaults(cores: int) -> dict[str, str]:
     session has ``LOCAL_SHUFFLE_PARTITIONS_PER_CORE`` per core (8 on this 2-core machine, 64 on
     16 cores: the audit's Python stages keep every core busy, adaptive execution coalesces what
     is small). Delta rebuilds a table's state with ``snapshotPartitions`` tasks (50 by default);
-    a nightly table's log is small, so one per core."""
+    a nightly table's log is small, so one per core. No generated code (:data:`LOCAL_NO_CODEGEN`)."""
     cores = max(1, int(cores))
     return {"spark.databricks.delta.snapshotPartitions": str(cores),
-            "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS_PER_CORE * cores)}
+            "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS_PER_CORE * cores),
+            **LOCAL_NO_CODEGEN}
 
 
 def _names_delta(value: str) -> bool:

@@ -219,24 +219,30 @@ def test_spark_submit_without_delta_jars_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize("cores", [1, 2, 3, 16])
 def test_local_sessions_size_their_shuffle_by_cores(cores):
     """Issue #19: no pinned shuffle partitions; a local session gets 4 per core of its
-    defaultParallelism and one Delta snapshot partition per core."""
+    defaultParallelism and one Delta snapshot partition per core; and no generated code (issue #21)."""
     from jobs.spark import local_defaults
 
     assert local_defaults(cores) == {"spark.sql.shuffle.partitions": str(4 * cores),
-                                     "spark.databricks.delta.snapshotPartitions": str(cores)}
+                                     "spark.databricks.delta.snapshotPartitions": str(cores),
+                                     "spark.sql.codegen.wholeStage": "false",
+                                     "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path, real_jars):
     """build_session on local[3] (a JVM of its own): 12 shuffle partitions, the user's
-    snapshotPartitions wins over the default, and the workers come from jobs.worker_daemon."""
+    snapshotPartitions wins over the default, the workers come from jobs.worker_daemon, and
+    expressions are interpreted unless the user's conf says otherwise (whole-stage code
+    generation stays off: the user set only the factory mode)."""
     script = ("from jobs.config import SparkSettings\nfrom jobs.spark import build_session\n"
-              "s = build_session(SparkSettings(master='local[3]', conf={'spark.databricks.delta.snapshotPartitions': '5'}))\n"
+              "s = build_session(SparkSettings(master='local[3]', conf={'spark.databricks.delta.snapshotPartitions': '5',\n"
+              "                                                        'spark.sql.codegen.factoryMode': 'FALLBACK'}))\n"
               "print('CONF', s.conf.get('spark.sql.shuffle.partitions'), s.conf.get('spark.databricks.delta.snapshotPartitions'),\n"
-              "      s.sparkContext.getConf().get('spark.python.daemon.module'))\n"
+              "      s.sparkContext.getConf().get('spark.python.daemon.module'), s.conf.get('spark.sql.codegen.wholeStage'),\n"
+              "      s.conf.get('spark.sql.codegen.factoryMode'))\n"
               "s.stop()\n")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
     env.pop("PYSPARK_GATEWAY_PORT", None)
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert "CONF 12 5 jobs.worker_daemon" in done.stdout, done.stdout[-2000:]
+    assert "CONF 12 5 jobs.worker_daemon false FALLBACK" in done.stdout, done.stdout[-2000:]
