@@ -28,9 +28,9 @@ and one row per night and phase: the job's phases are told apart by its output (
 ``collect phase=<probe|read|reread> servers=<n> seconds=<s>`` line ends each collection phase,
 the collect summary line ends ``collect-rest``, the audit's last log line ends audit, the
 printed outcome ends maintain (``maintenance.after_run``), ``report:`` the report; with
-``--keep`` each night's log is kept there as ``night-N.log``); ``start`` is what comes before the first collection phase (JVM start, session,
-configuration, inventory, and on later nights planning from the previous tables until a phase
-begins by the job's count). For each: wall time, the job's own seconds and servers, client CPU
+``--keep`` each night's log is kept there as ``night-N.log``); ``start`` is what comes before
+the first collection phase (JVM start, session, configuration, inventory, and on later nights
+planning from the previous tables until a phase begins by the job's count). For each: wall time, the job's own seconds and servers, client CPU
 seconds by process (utime + stime from /proc/<pid>/stat of the job's process tree at the phase
 marks: driver, JVM with the part of its JIT compiler threads, Python workers, other) and per
 server of the fleet, and per reachable server the statements, COM_PINGs, handshake round

@@ -71,9 +71,10 @@ LOCAL_WORKER_DAEMON: Mapping[str, str] = {"spark.python.daemon.module": "jobs.wo
 #: sampled time in generating and compiling code with Janino, and the JIT compilers spent 15 of
 #: their 52 s compiling Janino itself: a fixed cost per query that a 2-core machine pays in
 #: wall time. Interpreted, the same audit took 67-87 s against 87-113 s (four alternating
-#: pairs; at 10,000 servers 86-91 s against 96-98 s), and its findings are the same (docs/benchmarks.md, "Generated code or the
-#: interpreter"). Local mode only, where it was measured; the user's ``spark.conf`` wins, and a
-#: cluster can set the same two keys (docs/deployment.md).
+#: pairs; at 10,000 servers 86-91 s against 96-98 s), and its findings are the same
+#: (docs/benchmarks.md, "Generated code or the interpreter"). Local mode only, where it was
+#: measured; the user's ``spark.conf`` wins, and a cluster can set the same two keys
+#: (docs/deployment.md).
 LOCAL_NO_CODEGEN: Mapping[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
