@@ -191,7 +191,9 @@ def _session_under_spark_submit(settings: SparkSettings):
     """The session of a spark-submit run: the JVM and its classpath exist already, so
     spark-submit's master, name, ``--jars``/``--packages`` and ``--conf`` win; the configuration
     only fills in what spark-submit left unset. Delta's classes are checked before the session
-    starts, so a missing jar is one clear error rather than Spark's warning and a later failure."""
+    starts, so a missing jar is one clear error rather than Spark's warning and a later failure.
+    With a local master the session gets :func:`local_defaults` where neither set them, as a
+    session the job starts in local mode does."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -206,6 +208,12 @@ def _session_under_spark_submit(settings: SparkSettings):
             builder = builder.config(key, value)
     session = builder.getOrCreate()
     require_delta_classes(session)
+    if submitted.get("spark.master", "").startswith("local"):
+        # spark-submit --master local[...] (one machine, as the Airflow DAG can run it): the
+        # local defaults below both spark-submit's settings and the configuration's
+        for key, value in local_defaults(session.sparkContext.defaultParallelism).items():
+            if not submitted.contains(key) and key not in settings.conf:
+                session.conf.set(key, value)
     return session
 
 

@@ -246,3 +246,30 @@ def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path,
                           timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "CONF 12 5 jobs.worker_daemon false FALLBACK" in done.stdout, done.stdout[-2000:]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_submit_in_local_mode_gets_them_below_its_own_settings(tmp_path, real_jars):
+    """Under spark-submit --master local[2] (the cached jars given with --jars), build_session
+    fills in the local defaults that neither spark-submit nor the configuration set: 8 shuffle
+    partitions, 2 Delta snapshot partitions, no whole-stage code generation; spark-submit's own
+    --conf (the factory mode) and the configuration's (the snapshot partitions) win."""
+    from jobs.delta_jars import installed_jars
+
+    script = tmp_path / "app.py"
+    script.write_text("from jobs.config import SparkSettings\nfrom jobs.spark import build_session\n"
+                      "s = build_session(SparkSettings(conf={'spark.databricks.delta.snapshotPartitions': '5'}))\n"
+                      "print('CONF', s.conf.get('spark.sql.shuffle.partitions'),\n"
+                      "      s.conf.get('spark.databricks.delta.snapshotPartitions'),\n"
+                      "      s.conf.get('spark.sql.codegen.wholeStage'), s.conf.get('spark.sql.codegen.factoryMode'))\n"
+                      "s.stop()\n")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    done = subprocess.run([str(spark_submit), "--master", "local[2]", "--jars", installed_jars().csv,
+                           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.codegen.factoryMode=FALLBACK",
+                           str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "CONF 8 5 false FALLBACK" in output, output[-2000:]
