@@ -180,11 +180,17 @@ def build_session(settings: SparkSettings | None = None):
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(settings.log_level)
     if master.startswith("local"):
-        for key, value in local_defaults(session.sparkContext.defaultParallelism).items():
-            if key not in settings.conf:
-                session.conf.set(key, value)
+        _fill_local_defaults(session, settings)
     require_delta_classes(session)
     return session
+
+
+def _fill_local_defaults(session, settings: SparkSettings, submitted=None) -> None:
+    """Set :func:`local_defaults` on a local ``session`` where neither the configuration's
+    ``spark.conf`` nor, under spark-submit, its ``submitted`` SparkConf sets them."""
+    for key, value in local_defaults(session.sparkContext.defaultParallelism).items():
+        if key not in settings.conf and not (submitted is not None and submitted.contains(key)):
+            session.conf.set(key, value)
 
 
 def _session_under_spark_submit(settings: SparkSettings):
@@ -209,11 +215,8 @@ def _session_under_spark_submit(settings: SparkSettings):
     session = builder.getOrCreate()
     require_delta_classes(session)
     if submitted.get("spark.master", "").startswith("local"):
-        # spark-submit --master local[...] (one machine, as the Airflow DAG can run it): the
-        # local defaults below both spark-submit's settings and the configuration's
-        for key, value in local_defaults(session.sparkContext.defaultParallelism).items():
-            if not submitted.contains(key) and key not in settings.conf:
-                session.conf.set(key, value)
+        # spark-submit --master local[...] (one machine, as the Airflow DAG can run it)
+        _fill_local_defaults(session, settings, submitted)
     return session
 
 

@@ -198,17 +198,21 @@ def test_session_writes_and_reads_delta_with_delta_spark(spark, tmp_path):
     assert sorted((r.version, r.operation) for r in history) == [(0, "WRITE"), (1, "WRITE")]
 
 
+def _spark_submit(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """The venv's spark-submit with ``args``, this checkout's Python on both sides."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    return subprocess.run([str(spark_submit), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_spark_submit_without_delta_jars_is_a_clear_error(tmp_path):
     """Under spark-submit without --jars, build_session fails with DeltaClassesMissingError naming the jars and the fix."""
     script = tmp_path / "app.py"
     script.write_text("from jobs.spark import build_session\nbuild_session()\nprint('SESSION-STARTED')\n")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
-    spark_submit = Path(sys.executable).parent / "spark-submit"
-    done = subprocess.run([str(spark_submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(script)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = _spark_submit(tmp_path, "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(script))
     output = done.stdout + done.stderr  # spark-submit merges the Python app's stderr into stdout
     assert done.returncode != 0
     assert "SESSION-STARTED" not in output
@@ -264,12 +268,8 @@ def test_spark_submit_in_local_mode_gets_them_below_its_own_settings(tmp_path, r
                       "      s.conf.get('spark.databricks.delta.snapshotPartitions'),\n"
                       "      s.conf.get('spark.sql.codegen.wholeStage'), s.conf.get('spark.sql.codegen.factoryMode'))\n"
                       "s.stop()\n")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
-    spark_submit = Path(sys.executable).parent / "spark-submit"
-    done = subprocess.run([str(spark_submit), "--master", "local[2]", "--jars", installed_jars().csv,
-                           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.codegen.factoryMode=FALLBACK",
-                           str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = _spark_submit(tmp_path, "--master", "local[2]", "--jars", installed_jars().csv, "--conf",
+                         "spark.ui.enabled=false", "--conf", "spark.sql.codegen.factoryMode=FALLBACK", str(script))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "CONF 8 5 false FALLBACK" in output, output[-2000:]
