@@ -164,7 +164,7 @@ def resolved_pairs(snapshots_df, channels_df):
     every = (channels_df.select("server", "channel_name", "retrieved_gtid_set", "source_server")
              .join(src_exec, F.col("source_server") == F.col("_s"), "left")
              .groupBy("server")
-             .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_gtid_executed"))
+             .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_server", "source_gtid_executed"))
                   .alias("all_channels")))
     return (ch.join(every, "server", "left")
             .join(rep, F.col("server") == F.col("_rep"), "inner").drop("_rep"))

@@ -303,6 +303,16 @@ def _other_channels_gtids(row: Mapping[str, Any], channel_name: str):
     return out
 
 
+def _channel_sources(row: Mapping[str, Any]) -> dict[str, str] | None:
+    """Every channel of the replica whose source was read (its gtid_executed known), with that
+    source's name: FleetContext.channel_sources (None for a one-channel replica)."""
+    every = row.get("all_channels") or []
+    if len(every) < 2:
+        return None
+    return {c["channel_name"] or "": c["source_server"] for c in every
+            if c.get("source_gtid_executed") and c.get("source_server")}
+
+
 def _replica_group(row: Mapping[str, Any]):
     """The replication group a replica's snapshot row says it belongs to (``member_group_name``,
     ``member_view_change_uuid``: jobs.audit.with_group_state), None when it is in none."""
@@ -492,7 +502,7 @@ def pair_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *,
             owners = registry if registry is not None else {
                 o["server_uuid"]: o["server"] for o in pair.get("uuid_owners") or ()}
             fleet = FleetContext(uuid_registry=owners, other_channels_gtids=_other_channels_gtids(pair, name),
-                                 replica_group=_replica_group(rep))
+                                 channel_sources=_channel_sources(pair), replica_group=_replica_group(rep))
             found = run_pair_checks(replica, channel, source, tail, fleet)
         except GtidCoreError as exc:
             yield "finding", _invalid(rep, exc, source=src["server"], channel=name)

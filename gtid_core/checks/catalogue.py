@@ -107,13 +107,15 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "(warning) when the replica was not read before its source. A replica in a replication group: "
           "its group's own view changes are left out under group_replication_view_change_uuid; with "
           "AUTOMATIC before 8.3.0 they share the group name with its writes, whose GTIDs then give an info "
-          "finding.",
+          "finding. A multi-source replica's own writes (through none of its channels) are reported once, "
+          "on its first channel by name.",
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover",
           "Check what the transactions changed. If they are harmless or wanted everywhere, commit empty "
           "transactions with these GTIDs on the source and on every other replica (SQL in the finding); "
           "if they must not exist, reprovision the replica.",
-          version=3),  # v2: unconfirmed (warning) when the replica was not read before its source;
-    # v3: a replica group's own view changes left out (view_change_uuid) or info (the group name, before 8.3)
+          version=4),  # v2: unconfirmed (warning) when the replica was not read before its source;
+    # v3: a replica group's own view changes left out (view_change_uuid) or info (the group name, before 8.3);
+    # v4: a multi-source replica's own writes reported on one channel, not on each
     # --- pair: the newest relay log's last transaction (relay_tail.py) ----------------------------
     _info("incomplete_relay_log_tail", Severity.WARNING, "pair",
           "Relay log ends inside a transaction",

@@ -78,6 +78,17 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     writes the group certified, so the group name's GTIDs can be either: alone they make an
     ``info`` finding (its set: view changes and writes together), never a warning or a critical;
     beside other errant GTIDs they are named in the evidence and left out of the set.
+
+    A multi-source replica's GTIDs that came through none of its channels (in no channel's
+    Retrieved_Gtid_Set and no channel source's gtid_executed: writes on the replica itself) are
+    errant for each of its channels whose source was read, one and the same set. They are reported
+    once, on the first of those channels by name (``FleetContext.shared_errant_channel``); the other
+    channels leave them out and name that channel in their evidence when they report anything else.
+    The remediation runs the empty transactions on that channel's source, and names the other
+    sources that would do as well: once one source has them, the other channels count them as
+    theirs (``other_channels_gtids``). A channel with ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS leaves
+    out the GTIDs it assigns, so when the reporting channel assigns them the others do not report
+    them either.
     """
     if pair.source is None or pair.source.gtid_executed is None or pair.replica_set is None:
         return []
@@ -94,6 +105,10 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     if group is not None:
         view_changes, ambiguous = group.view_change_gtids(errant, pair.replica.version)
         errant = errant - view_changes - ambiguous
+    own_writes = errant - (pair.retrieved or GtidSet.EMPTY)   # through no channel (see the docstring)
+    reporter = pair.fleet.shared_errant_channel
+    reported_elsewhere = own_writes if reporter is not None and reporter != pair.channel_name else GtidSet.EMPTY
+    errant = errant - reported_elsewhere
     if not errant:
         return _group_name_gtids(pair, ambiguous, group) if ambiguous else []
     attribution = []
@@ -123,6 +138,16 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
         detail += (f" Not counted: {ambiguous.count()} GTID(s) of {pair.replica_name}'s group name "
                    f"({_short(ambiguous, 120)}): view changes or writes, which MySQL {pair.replica.version} "
                    "logs under that same name.")
+    if reported_elsewhere:
+        ev["errant_reported_on_channel"] = f"{_channel(reporter)}: {_text(reported_elsewhere)}"
+        detail += (f" Not counted here: {reported_elsewhere.count()} GTID(s) that came through none of "
+                   f"{pair.replica_name}'s channels ({_short(reported_elsewhere, 120)}), reported on its channel "
+                   f"{_channel(reporter)}.")
+    shared_with = _other_sources(pair) if reporter is not None and own_writes else {}
+    if shared_with:
+        detail += (f" {own_writes.count()} of them came through none of {pair.replica_name}'s channels (none of its "
+                   f"sources has them): they are errant for each of its channels and reported on this one, the "
+                   "first by name.")
     salvageable, lost = split_errant(pair.replica, errant)
     ev["errant_salvageable"], ev["errant_lost"] = _text(salvageable), _text(lost)
     if lost:
@@ -134,9 +159,24 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
         CHECKS["errant_transactions"].remediation
         + f"\nRun on {targets} (not on {pair.replica_name}):\n" + empty_transaction_sql(errant)
     )
+    if shared_with:
+        remediation += (
+            f"\nOnce {pair.source_name} has them, {pair.replica_name}'s other channels count them as theirs: this one "
+            f"run clears them on every channel. If they belong to another channel's data, run the SQL on that "
+            f"channel's source and its replicas instead: "
+            + ", ".join(f"{src} (channel {_channel(ch)})" for ch, src in sorted(shared_with.items())) + ".")
     return [pair.order_dependent_finding(
         "errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
         detail, gtid_set=errant, evidence=ev, remediation=remediation)]
+
+
+def _channel(name: str | None) -> str:
+    return f"'{name or ''}'"
+
+
+def _other_sources(pair: _Pair) -> dict[str, str]:
+    """The other channels of a multi-source replica whose source was read: name -> source."""
+    return {ch: src for ch, src in (pair.fleet.channel_sources or {}).items() if ch != pair.channel_name}
 
 
 def _group_name_gtids(pair: _Pair, ambiguous: GtidSet, group) -> list[Finding]:

@@ -130,6 +130,14 @@ class FleetContext:
     Only ``errant_transactions`` uses it: the source's reconnect checks compare the replica with
     the source's own gtid_executed (5.7+: only its own server_uuid), whatever other channels bring.
 
+    ``channel_sources`` says, for a multi-source replica, which of its channels have a source that
+    was read (its gtid_executed known): channel name -> the source's inventory name, this channel
+    included when its source was read; ``None`` (or a single entry) for a one-channel replica. GTIDs
+    that no channel brought (in no channel's Retrieved_Gtid_Set and no such source's
+    gtid_executed: writes on the replica itself) are errant for every one of those channels
+    alike, and ``errant_transactions`` reports them on the first of them by name only
+    (:attr:`shared_errant_channel`).
+
     ``replica_group`` is the replication group the replica is a member of (None when it is in
     none): its own view changes are not errant (:class:`ReplicaGroup`).
     """
@@ -139,6 +147,15 @@ class FleetContext:
     source_name: str | None = None
     other_channels_gtids: GtidSet | None = None
     replica_group: ReplicaGroup | None = None
+    channel_sources: Mapping[str, str] | None = None
+
+    @property
+    def shared_errant_channel(self) -> str | None:
+        """The channel that reports the errant GTIDs no channel brought: the first by name of
+        ``channel_sources`` (None for a one-channel replica, which reports everything)."""
+        if not self.channel_sources or len(self.channel_sources) < 2:
+            return None
+        return min(self.channel_sources)
 
     def owner_of(self, uuid: str) -> str | None:
         """The inventory name of the server owning ``uuid`` (case-insensitive), or None."""

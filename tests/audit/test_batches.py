@@ -87,6 +87,26 @@ def test_other_channel_gtids_are_not_errant():
     assert [(r["check_id"], r["gtid_set"], r["channel"]) for r in out] == [("errant_transactions", f"{B}:1-5", "orders")]
 
 
+def test_a_multi_source_replicas_own_write_is_reported_on_one_channel():
+    """A write on a two-channel replica itself is errant towards both sources alike: reported once, on
+    the first channel by name ('billing'), whose remediation names the other source as the alternative;
+    a GTID the 'orders' channel retrieved that its source lacks stays that channel's own finding."""
+    osrc, bsrc = snap("osrc", A, f"{A}:1-10"), snap("bsrc", B, f"{B}:1-5")
+    replica = snap("r", C, f"{A}:1-11,{B}:1-5,{C}:hotfix:1")
+    every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-11", "source_server": "osrc",
+              "source_gtid_executed": f"{A}:1-10"},
+             {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_server": "bsrc",
+              "source_gtid_executed": f"{B}:1-5"}]
+    rows = [source(osrc, pair(replica, chan("orders", A, f"{A}:1-11"), every)),
+            source(bsrc, pair(replica, chan("billing", B, f"{B}:1-5"), every))]
+    out = {r["channel"]: r for r in pair_findings(check_source(rows, {A: "osrc", B: "bsrc", C: "r"}))
+           if r["check_id"] == "errant_transactions"}
+    assert {ch: r["gtid_set"] for ch, r in out.items()} == {"billing": f"{C}:hotfix:1", "orders": f"{A}:11"}
+    assert "osrc (channel 'orders')" in out["billing"]["remediation"]
+    assert f"'billing': {C}:hotfix:1" in out["orders"]["evidence"]
+    assert "reported on its channel 'billing'" in out["orders"]["detail"]
+
+
 def test_server_history_check_runs_with_previous():
     """run_server_checks sees the previous snapshot: gtid_executed going back is reported."""
     rows = [{"snapshot": snap("s", A, f"{A}:1-5"), "previous": snap("s", A, f"{A}:1-9")}]

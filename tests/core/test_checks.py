@@ -412,6 +412,19 @@ def test_other_channels_are_not_errant():
     assert "errant_transactions" not in ids(pair(rep, channel("", f"{S}:1-10,{X}:1-7"), src, fleet=fleet))
 
 
+def test_a_multi_source_replicas_own_writes_are_reported_on_its_first_channel_only():
+    """GTIDs through none of the channels are errant towards each source alike: the first channel by
+    name reports them; the other leaves them out (nothing else errant: no finding)."""
+    src = server("src", S, executed=f"{S}:1-10")
+    rep = server("rep", R, executed=f"{S}:1-10,{X}:1-7,{R}:1-2")
+    first = FleetContext(uuid_registry={}, other_channels_gtids=G(f"{X}:1-7"),
+                         channel_sources={"a_first": "src", "b_second": "xsrc"})     # src is this pair's source
+    second = dataclasses.replace(first, channel_sources={"a_first": "xsrc", "b_second": "src"})
+    reported = one(pair(rep, channel(f"{S}:1-10", Channel_Name="a_first"), src, fleet=first), "errant_transactions")
+    assert reported.gtid_set == G(f"{R}:1-2") and "xsrc (channel 'b_second')" in reported.remediation
+    assert "errant_transactions" not in ids(pair(rep, channel(f"{S}:1-10", Channel_Name="b_second"), src, fleet=second))
+
+
 # ---------------------------------------------------------------- a replica group's own view changes (issue #22)
 
 GN = "a1b2c3d4-0000-4000-8000-00000000000a"    # the replica group's name

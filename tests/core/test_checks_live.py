@@ -266,8 +266,10 @@ def pair_findings(fleet, replica: str = "b", channel: str = "", *, with_other_ch
     finally:
         rep.close()
         src.close()
+    every = {ch.channel: ch.source for ch in fleet.topology.channels if ch.replica == replica}
     context = FleetContext(uuid_registry={s.server_uuid: name for name, s in fleet.servers.items()},
-                           other_channels_gtids=others)
+                           other_channels_gtids=others,
+                           channel_sources=every if with_other_channels and len(every) > 1 else None)
     return run_pair_checks(replica_snap, channel_snap, source_snap, tail, context)
 
 
@@ -501,8 +503,10 @@ def test_multi_source_other_channel_gtids_are_not_errant(fleet):
 
 
 def test_errant_remediation_sql_run_on_the_source_clears_the_finding(fleet):
-    """Writes made directly on the multi-source replica (untagged and tagged) are reported on both channels
-    with the server's GTID_SUBTRACT set; running the finding's SQL on the source clears them for good."""
+    """Writes made directly on the multi-source replica (untagged and tagged) are errant for both channels
+    alike: reported once, on channel '' (the first by name), with the server's GTID_SUBTRACT set, and a
+    remediation naming a and, as the alternative, c. Running the finding's SQL on a clears them on both
+    channels; a second such write cleared by the same SQL run on c instead: either source will do."""
     a, b, c = fleet.server("a"), fleet.server("b"), fleet.server("c")
     write(a, 1)
     write(c, 1)
@@ -513,19 +517,34 @@ def test_errant_remediation_sql_run_on_the_source_clears_the_finding(fleet):
     errant = server_subtract(b, b.gtid_executed(), f"{a.gtid_executed()},{c.gtid_executed()}")
     assert errant.count() == 3 and errant.uuids() == {b.server_uuid}
     [finding] = by_check(pair_findings(fleet))["errant_transactions"]
-    assert finding.gtid_set == errant
-    assert by_check(pair_findings(fleet, channel="from_c"))["errant_transactions"][0].gtid_set == errant
+    assert finding.gtid_set == errant and finding.channel == ""
+    assert "c (channel 'from_c')" in finding.remediation
+    assert "errant_transactions" not in by_check(pair_findings(fleet, channel="from_c"))
 
-    statements = [s.strip() for line in finding.remediation.splitlines() if line.startswith("SET GTID_NEXT")
-                  for s in line.split(";") if s.strip()]
-    assert statements[-1] == "SET GTID_NEXT='AUTOMATIC'" and len(statements) == 3 * 3 + 1
-    a.execute(*statements)
+    a.execute(*_remediation_statements(finding, 3))
     assert server_subset(a, str(errant), a.gtid_executed())
     assert a.query_value("SELECT @@SESSION.gtid_next") == "AUTOMATIC"
     fleet.wait_caught_up()
     assert pair_findings(fleet, channel="") == []
     assert pair_findings(fleet, channel="from_c") == []
     assert status(b)["Last_IO_Errno"] == 0 and status(b)["Last_SQL_Errno"] == 0
+
+    b.execute(f"INSERT INTO {DB}_a.local_writes VALUES (3)")
+    [again] = by_check(pair_findings(fleet))["errant_transactions"]
+    assert again.gtid_count == 1 and "errant_transactions" not in by_check(pair_findings(fleet, channel="from_c"))
+    c.execute(*_remediation_statements(again, 1))             # the alternative source the remediation names
+    fleet.wait_caught_up()
+    assert pair_findings(fleet, channel="") == []
+    assert pair_findings(fleet, channel="from_c") == []
+    assert status(b)["Last_IO_Errno"] == 0 and status(b)["Last_SQL_Errno"] == 0
+
+
+def _remediation_statements(finding, count: int) -> list[str]:
+    """The SQL lines of an errant_transactions remediation: three statements per GTID, then AUTOMATIC."""
+    statements = [s.strip() for line in finding.remediation.splitlines() if line.startswith("SET GTID_NEXT")
+                  for s in line.split(";") if s.strip()]
+    assert statements[-1] == "SET GTID_NEXT='AUTOMATIC'" and len(statements) == 3 * count + 1
+    return statements
 
 
 # ---------------------------------------------------------------------------------------------
