@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from jobs.cache_dir import default_cache_dir
 from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
@@ -169,6 +170,11 @@ def build_session(settings: SparkSettings | None = None):
         builder = builder.config("spark.ui.enabled", "false")
         # stage progress bars on a terminal only; logs and CI stay quiet
         builder = builder.config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
+        # the job makes no catalog tables, but Spark's catalog creates its warehouse directory
+        # (./spark-warehouse) on first use, e.g. by OPTIMIZE delta.`path`: keep it out of the
+        # directory the job was started from
+        if "spark.sql.warehouse.dir" not in settings.conf:
+            builder = builder.config("spark.sql.warehouse.dir", str(default_cache_dir() / "spark-warehouse"))
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")

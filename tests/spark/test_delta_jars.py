@@ -236,13 +236,15 @@ def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path,
     """build_session on local[3] (a JVM of its own): 12 shuffle partitions, the user's
     snapshotPartitions wins over the default, the workers come from jobs.worker_daemon, and
     expressions are interpreted unless the user's conf says otherwise (whole-stage code
-    generation stays off: the user set only the factory mode)."""
+    generation stays off: the user set only the factory mode). The catalog's first use leaves
+    no spark-warehouse/ in the working directory: it is under the cache directory."""
     script = ("from jobs.config import SparkSettings\nfrom jobs.spark import build_session\n"
               "s = build_session(SparkSettings(master='local[3]', conf={'spark.databricks.delta.snapshotPartitions': '5',\n"
               "                                                        'spark.sql.codegen.factoryMode': 'FALLBACK'}))\n"
               "print('CONF', s.conf.get('spark.sql.shuffle.partitions'), s.conf.get('spark.databricks.delta.snapshotPartitions'),\n"
               "      s.sparkContext.getConf().get('spark.python.daemon.module'), s.conf.get('spark.sql.codegen.wholeStage'),\n"
               "      s.conf.get('spark.sql.codegen.factoryMode'))\n"
+              "s.catalog.listDatabases()\n"
               "s.stop()\n")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
     env.pop("PYSPARK_GATEWAY_PORT", None)
@@ -250,6 +252,7 @@ def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path,
                           timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "CONF 12 5 jobs.worker_daemon false FALLBACK" in done.stdout, done.stdout[-2000:]
+    assert not (tmp_path / "spark-warehouse").exists()
 
 
 @pytest.mark.spark
