@@ -274,6 +274,19 @@ def _invalid(server: Mapping[str, Any], exc: Exception, *, source: str | None = 
                         evidence={"error": str(exc)})
 
 
+def _invalid_pair(pair: Mapping[str, Any], exc: Exception, *, source: str, channel: str) -> dict[str, Any]:
+    """snapshot_invalid of one pair; when the channel is the one of a multi-source replica that
+    reports the replica's own writes (FleetContext.shared_errant_channel), the detail says that
+    those go unchecked on every channel until the value is fixed."""
+    from gtid_core.checks import FleetContext
+
+    row = _invalid(pair["replica"], exc, source=source, channel=channel)
+    if FleetContext(channel_sources=_channel_sources(pair)).shared_errant_channel == channel:
+        row["detail"] += (" This channel also reports the replica's GTIDs that came through none of its channels "
+                          "(errant_transactions): those go unchecked until this value is fixed.")
+    return row
+
+
 class _SnapshotCache:
     """Server snapshots of one Arrow batch, parsed once per server name."""
 
@@ -310,7 +323,7 @@ def _channel_sources(row: Mapping[str, Any]) -> dict[str, str] | None:
     if len(every) < 2:
         return None
     return {c["channel_name"] or "": c["source_server"] for c in every
-            if c.get("source_gtid_executed") and c.get("source_server")}
+            if c.get("source_gtid_executed") is not None and c.get("source_server")}   # '' is a source without writes
 
 
 def _replica_group(row: Mapping[str, Any]):
@@ -491,7 +504,7 @@ def pair_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *,
         rep, ch = pair["replica"], pair["channel"]
         name = ch.get("channel_name") or ""
         if source_error is not None:
-            yield "finding", _invalid(rep, source_error, source=src["server"], channel=name)
+            yield "finding", _invalid_pair(pair, source_error, source=src["server"], channel=name)
             continue
         try:
             replica = replicas.get(rep)
@@ -505,7 +518,7 @@ def pair_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *,
                                  channel_sources=_channel_sources(pair), replica_group=_replica_group(rep))
             found = run_pair_checks(replica, channel, source, tail, fleet)
         except GtidCoreError as exc:
-            yield "finding", _invalid(rep, exc, source=src["server"], channel=name)
+            yield "finding", _invalid_pair(pair, exc, source=src["server"], channel=name)
             continue
         for f in found:
             yield "finding", _finding_to_row(f, rep.get("cluster"))

@@ -143,7 +143,7 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
         detail += (f" Not counted here: {reported_elsewhere.count()} GTID(s) that came through none of "
                    f"{pair.replica_name}'s channels ({_short(reported_elsewhere, 120)}), reported on its channel "
                    f"{_channel(reporter)}.")
-    shared_with = _other_sources(pair) if reporter is not None and own_writes else {}
+    shared_with = _other_sources(pair) if reporter == pair.channel_name and own_writes else {}
     if shared_with:
         detail += (f" {own_writes.count()} of them came through none of {pair.replica_name}'s channels (none of its "
                    f"sources has them): they are errant for each of its channels and reported on this one, the "
@@ -155,16 +155,22 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
                    f"holds them any more ({_short(lost, 120)}); promoted, {pair.replica_name} would refuse every "
                    "replica lacking them, and what they changed cannot be inspected: never promote it.")
     targets = ", ".join(x for x in [pair.source_name, "every other replica of the topology"] if x)
-    remediation = (
-        CHECKS["errant_transactions"].remediation
-        + f"\nRun on {targets} (not on {pair.replica_name}):\n" + empty_transaction_sql(errant)
-    )
-    if shared_with:
+    remediation = CHECKS["errant_transactions"].remediation
+    if not shared_with:
+        remediation += f"\nRun on {targets} (not on {pair.replica_name}):\n" + empty_transaction_sql(errant)
+    else:
+        brought = errant - own_writes    # this channel brought them: they belong to this source's cluster
+        if brought:
+            remediation += (f"\nFor the {brought.count()} GTID(s) this channel brought, run on {targets} (not on "
+                            f"{pair.replica_name}):\n" + empty_transaction_sql(brought))
         remediation += (
-            f"\nOnce {pair.source_name} has them, {pair.replica_name}'s other channels count them as theirs: this one "
-            f"run clears them on every channel. If they belong to another channel's data, run the SQL on that "
-            f"channel's source and its replicas instead: "
-            + ", ".join(f"{src} (channel {_channel(ch)})" for ch, src in sorted(shared_with.items())) + ".")
+            f"\nThe {own_writes.count()} GTID(s) that came through none of {pair.replica_name}'s channels belong to "
+            f"whichever cluster's data they changed: run the SQL below on {pair.source_name} and every other replica "
+            "of its topology, or, if they belong to another channel's data, on that channel's source and its "
+            "replicas instead: "
+            + ", ".join(f"{src} (channel {_channel(ch)})" for ch, src in sorted(shared_with.items()))
+            + f". One of them is enough: {pair.replica_name}'s other channels then count them as theirs "
+            f"(not on {pair.replica_name}):\n" + empty_transaction_sql(own_writes))
     return [pair.order_dependent_finding(
         "errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
         detail, gtid_set=errant, evidence=ev, remediation=remediation)]

@@ -75,8 +75,10 @@ def test_other_channel_gtids_are_not_errant():
     """A multi-source replica's GTIDs from its other channel are not errant for this channel."""
     src, other = snap("src", A, f"{A}:1-10"), snap("bsrc", B, f"{B}:1-5")
     replica = snap("r", C, f"{A}:1-10,{B}:1-5")
-    every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-10", "source_gtid_executed": f"{A}:1-10"},
-             {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_gtid_executed": f"{B}:1-5"}]
+    every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-10", "source_server": "src",
+              "source_gtid_executed": f"{A}:1-10"},
+             {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_server": "bsrc",
+              "source_gtid_executed": f"{B}:1-5"}]
     out = check_source([source(src, pair(replica, chan("orders", A, f"{A}:1-10"), every))], {})
     assert pair_findings(out) == []
     # promoted, r would stream its billing channel's GTIDs into src: a warning on both readiness findings
@@ -87,24 +89,56 @@ def test_other_channel_gtids_are_not_errant():
     assert [(r["check_id"], r["gtid_set"], r["channel"]) for r in out] == [("errant_transactions", f"{B}:1-5", "orders")]
 
 
+def _two_channels(replica, osrc, bsrc, *, billing_retrieved=f"{B}:1-5"):
+    """A replica of osrc (channel 'orders') and bsrc (channel 'billing'): both pairs' input rows."""
+    every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-11", "source_server": "osrc",
+              "source_gtid_executed": osrc["gtid_executed"]},
+             {"channel_name": "billing", "retrieved_gtid_set": billing_retrieved, "source_server": "bsrc",
+              "source_gtid_executed": bsrc["gtid_executed"]}]
+    return [source(osrc, pair(replica, chan("orders", A, f"{A}:1-11"), every)),
+            source(bsrc, pair(replica, chan("billing", B, billing_retrieved), every))]
+
+
+def _errant_by_channel(rows):
+    return {r["channel"]: r for r in pair_findings(check_source(rows, {A: "osrc", B: "bsrc", C: "r"}))
+            if r["check_id"] == "errant_transactions"}
+
+
 def test_a_multi_source_replicas_own_write_is_reported_on_one_channel():
     """A write on a two-channel replica itself is errant towards both sources alike: reported once, on
-    the first channel by name ('billing'), whose remediation names the other source as the alternative;
-    a GTID the 'orders' channel retrieved that its source lacks stays that channel's own finding."""
+    the first channel by name ('billing'), whose remediation names the other source as the alternative
+    for that write only; what a channel retrieved and its source lacks stays that channel's own (B:6 on
+    'billing': its SQL is for bsrc alone; A:11 on 'orders')."""
     osrc, bsrc = snap("osrc", A, f"{A}:1-10"), snap("bsrc", B, f"{B}:1-5")
-    replica = snap("r", C, f"{A}:1-11,{B}:1-5,{C}:hotfix:1")
-    every = [{"channel_name": "orders", "retrieved_gtid_set": f"{A}:1-11", "source_server": "osrc",
-              "source_gtid_executed": f"{A}:1-10"},
-             {"channel_name": "billing", "retrieved_gtid_set": f"{B}:1-5", "source_server": "bsrc",
-              "source_gtid_executed": f"{B}:1-5"}]
-    rows = [source(osrc, pair(replica, chan("orders", A, f"{A}:1-11"), every)),
-            source(bsrc, pair(replica, chan("billing", B, f"{B}:1-5"), every))]
-    out = {r["channel"]: r for r in pair_findings(check_source(rows, {A: "osrc", B: "bsrc", C: "r"}))
-           if r["check_id"] == "errant_transactions"}
-    assert {ch: r["gtid_set"] for ch, r in out.items()} == {"billing": f"{C}:hotfix:1", "orders": f"{A}:11"}
-    assert "osrc (channel 'orders')" in out["billing"]["remediation"]
+    replica = snap("r", C, f"{A}:1-11,{B}:1-6,{C}:hotfix:1")
+    out = _errant_by_channel(_two_channels(replica, osrc, bsrc, billing_retrieved=f"{B}:1-6"))
+    assert {ch: r["gtid_set"] for ch, r in out.items()} == {"billing": f"{B}:6,{C}:hotfix:1", "orders": f"{A}:11"}
+    remediation = out["billing"]["remediation"]
+    brought, own = remediation.split("came through none of")
+    assert f"{B}:6" in brought and f"{C}:hotfix:1" not in brought
+    assert "osrc (channel 'orders')" in own and f"{C}:hotfix:1" in own and f"{B}:6" not in own
     assert f"'billing': {C}:hotfix:1" in out["orders"]["evidence"]
     assert "reported on its channel 'billing'" in out["orders"]["detail"]
+    assert "reported on this one" in out["billing"]["detail"] and "reported on this one" not in out["orders"]["detail"]
+
+
+def test_a_source_without_writes_still_counts_for_which_channel_reports():
+    """A source whose gtid_executed is empty ('') was read: the replica's own write is still reported
+    on one channel only."""
+    osrc, bsrc = snap("osrc", A, f"{A}:1-11"), snap("bsrc", B, "")
+    replica = snap("r", C, f"{A}:1-11,{C}:1")
+    out = _errant_by_channel(_two_channels(replica, osrc, bsrc, billing_retrieved=""))
+    assert {ch: r["gtid_set"] for ch, r in out.items()} == {"billing": f"{C}:1"}
+
+
+def test_a_reporting_channel_that_cannot_be_checked_says_what_goes_unchecked():
+    """The channel that reports the replica's own writes has a source whose gtid_purged does not
+    parse: its snapshot_invalid says the own writes go unchecked; the other channel leaves them out."""
+    osrc, bsrc = snap("osrc", A, f"{A}:1-11"), snap("bsrc", B, f"{B}:1-5", purged="garbage")
+    replica = snap("r", C, f"{A}:1-11,{B}:1-5,{C}:1")
+    rows = pair_findings(check_source(_two_channels(replica, osrc, bsrc), {A: "osrc", B: "bsrc", C: "r"}))
+    assert [(r["check_id"], r["channel"]) for r in rows] == [("snapshot_invalid", "billing")]
+    assert "go unchecked until this value is fixed" in rows[0]["detail"]
 
 
 def test_server_history_check_runs_with_previous():
