@@ -316,6 +316,7 @@ class CandidateAssessment:
     rank: int = 0                               # 1 = preferred; set by model_failover
     promoted_gtid_executed: GtidSet | None = None   # its gtid_executed once promoted
     other_channels: GtidSet | None = None       # GTIDs of its other channels (they flow to the siblings)
+    errant_own: GtidSet | None = None           # of ``errant``, a multi-source candidate's own writes (no channel brought them)
     errant_confirmed: bool | None = None        # read before S (the errant set is trustworthy)
     causes: tuple[tuple[str, str], ...] = ()    # (check_id, server) of the findings each reason follows from
     derived: bool = False                       # every reason follows from one of ``causes``
@@ -732,7 +733,9 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         pending_relay=pending, errant=errant, errant_salvageable=salvageable, errant_lost=errant_lost,
         siblings=tuple(siblings), promoted_gtid_executed=r_after,
         other_channels=candidate.other_channels_gtids, errant_confirmed=order_held,
-        causes=causes, derived=derived, unconfirmed=unconfirmed)
+        causes=causes, derived=derived, unconfirmed=unconfirmed,
+        errant_own=(errant - (candidate.channel.retrieved_gtid_set or GtidSet.EMPTY)
+                    if errant and candidate.other_channels_gtids is not None else None))
 
 
 #: Reasons a candidate's verdict lists (the gravest first); the others are counted.
@@ -955,9 +958,21 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
         lost_part = (f" {c.errant_lost.count()} of them are purged from {c.candidate}'s binary logs (lost errant "
                      f"GTIDs): nobody can replay or inspect them; never promote it without neutralising them."
                      if c.errant_lost else "")
-        steps.append(f"Errant transactions on {c.candidate}: {_short(c.errant)}.{lost_part} If their changes "
-                     f"are wanted or harmless, commit empty transactions with these GTIDs on {targets} (not on "
-                     f"{c.candidate}):\n{empty_transaction_sql(c.errant)}")
+        own = c.errant_own or GtidSet.EMPTY
+        brought = c.errant - own
+        text = f"Errant transactions on {c.candidate}: {_short(c.errant)}.{lost_part}"
+        if brought:
+            text += (f" The {brought.count()} its channel from {model.source} brought: if their changes are wanted or "
+                     "harmless, " if own else " If their changes are wanted or harmless, ")
+            text += (f"commit empty transactions with these GTIDs on {targets} (not on {c.candidate}):\n"
+                     f"{empty_transaction_sql(brought)}")
+        if own:
+            text += (f"{chr(10) if brought else ' '}{own.count()} of them came through none of {c.candidate}'s "
+                     f"channels ({_short(own)}): written on {c.candidate} itself, they belong to whichever "
+                     f"cluster's data they changed. Its errant_transactions finding gives their SQL and the sources "
+                     f"to run it on ({model.source} only if they belong to its data): one of them is enough; do not "
+                     "commit them on these siblings as well.")
+        steps.append(text)
     if any(s.other_channels for s in c.siblings if s.result is not SiblingResult.REFUSED):
         steps.append(f"{c.candidate} replicates from other sources too: promote it only if every sibling may "
                      "receive those sources' data, or stop and remove its other channels first "

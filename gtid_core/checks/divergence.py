@@ -165,12 +165,12 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
                             f"{pair.replica_name}):\n" + empty_transaction_sql(brought))
         remediation += (
             f"\nThe {own_writes.count()} GTID(s) that came through none of {pair.replica_name}'s channels belong to "
-            f"whichever cluster's data they changed: run the SQL below on {pair.source_name} and every other replica "
-            "of its topology, or, if they belong to another channel's data, on that channel's source and its "
-            "replicas instead: "
+            f"whichever cluster's data they changed. Run the SQL below (never on {pair.replica_name}) on "
+            f"{pair.source_name} and every other replica of its topology, or, if they belong to another channel's "
+            "data, on that channel's source and its replicas instead: "
             + ", ".join(f"{src} (channel {_channel(ch)})" for ch, src in sorted(shared_with.items()))
-            + f". One of them is enough: {pair.replica_name}'s other channels then count them as theirs "
-            f"(not on {pair.replica_name}):\n" + empty_transaction_sql(own_writes))
+            + f". One source is enough: once one has them, {pair.replica_name} no longer counts them as errant on "
+            "any channel.\n" + empty_transaction_sql(own_writes))
     return [pair.order_dependent_finding(
         "errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
         detail, gtid_set=errant, evidence=ev, remediation=remediation)]

@@ -28,6 +28,7 @@ each such check says so; a replica read after its source only makes those checks
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -222,6 +223,10 @@ def replica_executed(replica: ServerSnapshot, channel: ChannelSnapshot) -> GtidS
     return a if b is None else a | b
 
 
+#: A statement of a remediation that acts on one channel (FOR CHANNEL on a named one).
+_REPLICA_STATEMENT = re.compile(r"\b(START|STOP|RESET) REPLICA\b|CHANGE REPLICATION SOURCE")
+
+
 @dataclass(frozen=True)
 class _Pair:
     """Everything a pair check reads, resolved once -- the reconnect simulation included."""
@@ -287,6 +292,12 @@ class _Pair:
 
     def finding(self, check_id: str, title: str, detail: str, **kw) -> Finding:
         kw["evidence"] = {**self.read_evidence(), **dict(kw.get("evidence") or {})}
+        remediation = kw.get("remediation")
+        remediation = CHECKS[check_id].remediation if remediation is None else remediation
+        if self.channel_name and _REPLICA_STATEMENT.search(remediation):
+            kw["remediation"] = (f"{remediation}\nThis channel is named '{self.channel_name}': add FOR CHANNEL "
+                                 f"'{self.channel_name}' to each START, STOP or RESET REPLICA and CHANGE REPLICATION "
+                                 "SOURCE TO statement above.")
         return _finding(check_id, self.replica_name, title, detail, source=self.source_name,
                         channel=self.channel_name, **kw)
 

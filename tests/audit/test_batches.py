@@ -122,6 +122,21 @@ def test_a_multi_source_replicas_own_write_is_reported_on_one_channel():
     assert "reported on this one" in out["billing"]["detail"] and "reported on this one" not in out["orders"]["detail"]
 
 
+def test_a_multi_source_candidates_own_write_is_left_to_its_errant_finding():
+    """Promoting the two-channel replica in either topology would spread its own write; the failover
+    advice gives SQL only for what that channel brought, and sends the own write to errant_transactions
+    (committed on one source only), never to each topology's siblings."""
+    osrc, bsrc = snap("osrc", A, f"{A}:1-10"), snap("bsrc", B, f"{B}:1-5")
+    replica = snap("r", C, f"{A}:1-11,{B}:1-6,{C}:hotfix:1")
+    rows = check_source(_two_channels(replica, osrc, bsrc, billing_retrieved=f"{B}:1-6"), {A: "osrc", B: "bsrc", C: "r"})
+    advice = [r["remediation"] for r in rows if r["check_id"] in ("failover_candidate_unsafe", "no_safe_failover_candidate")]
+    assert len(advice) == 4
+    for text in advice:
+        sql = [line for line in text.splitlines() if line.startswith("SET GTID_NEXT='")]
+        assert sql and not any("hotfix" in line for line in sql)
+        assert "Its errant_transactions finding gives their SQL" in text
+
+
 def test_a_source_without_writes_still_counts_for_which_channel_reports():
     """A source whose gtid_executed is empty ('') was read: the replica's own write is still reported
     on one channel only."""

@@ -645,6 +645,17 @@ def test_replication_stopped_positive_and_negative():
     assert "replication_stopped" not in ids(pair(rep, channel(f"{S}:1-5", f"{S}:1-5"), None))
 
 
+def test_a_named_channels_remediation_says_for_channel():
+    """The START REPLICA of a named channel's remediation needs FOR CHANNEL: the finding says so; the
+    default channel's does not."""
+    rep = server("rep", R, executed=f"{S}:1-5")
+    named = one(pair(rep, channel(f"{S}:1-5", f"{S}:1-5", sql="No", Channel_Name="orders"), None), "replication_stopped")
+    assert named.remediation.endswith("add FOR CHANNEL 'orders' to each START, STOP or RESET REPLICA and CHANGE "
+                                      "REPLICATION SOURCE TO statement above.")
+    default = one(pair(rep, channel(f"{S}:1-5", f"{S}:1-5", sql="No"), None), "replication_stopped")
+    assert "FOR CHANNEL" not in default.remediation
+
+
 # ---------------------------------------------------------------- configuration (pair)
 
 def test_config_auto_position_off():
