@@ -51,4 +51,4 @@ dist: $(STAMP)
 	$(PY) deploy/make_pyfiles_zip.py $(DIST)
 
 clean:
-	rm -rf build dist *.egg-info warehouse .sandbox
+	rm -rf build dist *.egg-info warehouse .sandbox conf/sandbox.yaml
