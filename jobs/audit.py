@@ -931,17 +931,23 @@ def _rows(warehouse: str, name: str, run_id: str | None = None, storage_options=
 
 def select_findings(rows: Iterable[Mapping[str, Any]], *, severity: str | None = None,
                     cluster: str | None = None, check: str | None = None,
-                    include_resolved: bool = False) -> list[Mapping[str, Any]]:
+                    include_resolved: bool = False,
+                    cluster_of: Mapping[str, str | None] | None = None) -> list[Mapping[str, Any]]:
     """The rows ``gtid-audit findings`` shows: ``severity`` is a minimum (critical shows only
-    critical, warning shows warning and critical)."""
+    critical, warning shows warning and critical). ``cluster`` keeps the findings of that
+    cluster's replication: a finding's own ``cluster`` (its server's, or for a failover finding
+    its source's), or its ``source``'s cluster by ``cluster_of`` (server name to cluster, the
+    run's ``servers``), so a multi-source replica's findings on a channel from another cluster's
+    source show under both clusters."""
     out = []
     floor = severity_rank(severity) if severity else -1
+    cluster_of = cluster_of or {}
     for r in rows:
         if not include_resolved and r["status"] != "open":
             continue
         if severity_rank(r["severity"]) < floor:
             continue
-        if cluster is not None and r.get("cluster") != cluster:
+        if cluster is not None and cluster not in (r.get("cluster"), cluster_of.get(r.get("source") or "")):
             continue
         if check is not None and r["check_id"] != check:
             continue
@@ -978,9 +984,19 @@ def cmd_findings(args: argparse.Namespace) -> int:
     else:
         run = max(summaries, key=lambda s: (s["audited_at"], s["run_id"]))
     run_id = run["run_id"]
+    cluster_of = None
+    if args.cluster is not None:   # two columns of the run's servers: whose source is in the cluster
+        from jobs.delta_io import TableNotFoundError, scan_arrow
+
+        try:
+            cluster_of = {r["server"]: r["cluster"] for batch in scan_arrow(
+                warehouse, "servers", run_id, so, columns=("server", "cluster"), run_date=run["run_date"])
+                for r in batch.to_pylist()}
+        except TableNotFoundError:
+            cluster_of = None
     rows = select_findings(_rows(warehouse, "findings", run_id, so, run_date=run["run_date"]),
-                           severity=args.severity,
-                           cluster=args.cluster, check=args.check, include_resolved=args.all)
+                           severity=args.severity, cluster=args.cluster, check=args.check,
+                           include_resolved=args.all, cluster_of=cluster_of)
     if args.format == "json":
         for r in rows:
             print(_json(dict(r)))
@@ -1050,7 +1066,8 @@ def register(subparsers) -> None:
     p.add_argument("--run-id", default=None, help="an audited run (default: the newest)")
     p.add_argument("--severity", choices=["info", "warning", "critical"], default=None,
                    help="minimum severity to show")
-    p.add_argument("--cluster", default=None, help="only this cluster")
+    p.add_argument("--cluster", default=None,
+                   help="only this cluster: its servers' findings, and those of pairs whose source is in it")
     p.add_argument("--check", default=None, help="only this check id")
     p.add_argument("--all", action="store_true", help="include resolved findings")
     p.add_argument("--format", choices=["table", "json"], default="table",

@@ -10,6 +10,7 @@ from jobs.alerts import finding_key
 from jobs.audit import exit_code_for, select_findings
 from jobs.cli import main
 from jobs.delta_io import write_run_rows
+from schemas import get_table
 
 D = dt.date(2026, 11, 22)
 AT = dt.datetime(2026, 11, 22, 4, 0, tzinfo=dt.timezone.utc)
@@ -62,6 +63,28 @@ def test_findings_json_filters(audited, capsys):
     assert [(r["server"], r["gtid_set"]) for r in out] == [("r1", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-3")]
     assert main(["findings", "--config", audited, "--cluster", "billing", "--format", "json"]) == 0
     assert [json.loads(x)["server"] for x in capsys.readouterr().out.splitlines()] == ["b1"]
+
+
+def test_cluster_includes_pairs_whose_source_is_in_it(spark, audited, capsys):
+    """--cluster C keeps a finding of a server outside C on a channel whose source is in C (a
+    multi-source replica of billing replicating from orders' src): the orders cluster's
+    replication shows it, and so does billing's, the replica's own cluster."""
+    wh = audited.replace("audit.yaml", "wh")
+    cross = {**finding("replica_gtid_holes", "b2", "warning", cluster="billing"), "channel": "orders",
+             "finding_key": finding_key("replica_gtid_holes", "b2", "src", "orders")}
+    write_run_rows(spark, "findings", [*ROWS, cross], warehouse=wh, run_id="run1", run_date=D)
+    columns = get_table("servers").column_names
+    write_run_rows(spark, "servers", [{**dict.fromkeys(columns), "run_id": "run1", "run_date": D, "server": name,
+                                       "cluster": cluster, "host": "127.0.0.1", "port": 3306, "status": "ok",
+                                       "discovered": False}
+                                      for name, cluster in (("src", "orders"), ("b1", "billing"), ("b2", "billing"))],
+                   warehouse=wh, run_id="run1", run_date=D)
+    for cluster in ("orders", "billing"):
+        assert main(["findings", "--config", audited, "--cluster", cluster, "--format", "json"]) == 0
+        got = {(r["server"], r["channel"]) for r in map(json.loads, capsys.readouterr().out.splitlines())}
+        assert ("b2", "orders") in got
+    assert main(["findings", "--config", audited, "--cluster", "billing", "--format", "json"]) == 0
+    assert sorted(json.loads(x)["server"] for x in capsys.readouterr().out.splitlines()) == ["b1", "b2"]
 
 
 def test_findings_table(audited, capsys):
