@@ -931,25 +931,47 @@ def _restates(causes: Sequence[tuple[str, str]], severity: Severity) -> bool:
     return any(order[_CAUSE_SEVERITY.get(check, Severity.INFO)] >= order[severity] for check, _ in causes)
 
 
-def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
-    """What a DBA does to make candidate ``c`` safe, sibling by sibling, the root causes first."""
+def _names_text(names: Sequence[str]) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list[str]:
+    """What candidate ``c`` must get from its siblings before it is promoted: first each sibling
+    that holds some of it only in its relay log (its applier must apply them before the repoint
+    purges them), then one paragraph per set of transactions, naming every sibling that has that
+    set (any one of them is enough) and how to apply it."""
     steps: list[str] = []
-    if c.causes:
-        steps.append(f"Fix first: {_causes_text(c.causes)} (the findings this follows from).")
+    holders: dict[str, tuple[GtidSet, list[str]]] = {}
     for s in c.siblings:
-        if s.lost:
-            steps.append(
-                f"Salvage from {s.sibling}: it has {s.lost.count()} transaction(s) {c.candidate} will never get "
-                f"({_short(s.lost)}). Before promoting {c.candidate}, apply them to it from {s.sibling}'s binary "
-                f"logs (e.g. replicate {c.candidate} from {s.sibling} with SOURCE_AUTO_POSITION=1 until "
-                f"SELECT GTID_SUBSET('{s.lost.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on "
-                f"{c.candidate}), or, while {model.source} is up, START REPLICA on {c.candidate}.")
         if s.discarded:
             steps.append(
                 f"{s.sibling} holds {s.discarded.count()} transaction(s) {c.candidate} will never get only in its "
                 f"relay log ({_short(s.discarded)}): let {s.sibling}'s applier apply them (STOP REPLICA IO_THREAD, "
                 f"wait for the applier; with SOURCE_DELAY, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0 first) "
-                f"before repointing it, then salvage them from {s.sibling} as above.")
+                f"before repointing it; it can then give them to {c.candidate} as below.")
+    # those with the transactions in their binary logs first: the example names one of them
+    for part, s in [(s.lost, s) for s in c.siblings] + [(s.discarded, s) for s in c.siblings]:
+        if part:
+            holders.setdefault(part.to_text(multiline=False), (part, []))[1].append(s.sibling)
+    for_channel = f" FOR CHANNEL '{c.channel}'" if c.channel else ""
+    for text, (lost, names) in holders.items():
+        one, logs = (" (any one of them is enough)", "one of these servers'") if len(names) > 1 else ("", "its")
+        steps.append(
+            f"Salvage from {_names_text(names)}{one}: {lost.count()} transaction(s) {c.candidate} will never get "
+            f"({_short(lost)}). Before promoting {c.candidate}, apply them to it from {logs} binary logs "
+            f"(e.g. replicate {c.candidate} from {names[0]} with SOURCE_AUTO_POSITION=1 until "
+            f"SELECT GTID_SUBSET('{text}', @@GLOBAL.gtid_executed) returns 1 on {c.candidate}), or, while "
+            f"{model.source} is up, START REPLICA{for_channel} on {c.candidate}.")
+    return steps
+
+
+def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
+    """What a DBA does to make candidate ``c`` safe, sibling by sibling, the root causes first."""
+    steps: list[str] = []
+    if c.causes:
+        steps.append(f"Fix first: {_causes_text(c.causes)} (the findings this follows from).")
+    steps.extend(_salvage_from_siblings(model, c))
     if c.pending_relay and c.verdict is not Verdict.SAFE:
         steps.append(f"Wait until {c.candidate} has applied its relay log ({c.pending_relay.count()} transaction(s)) "
                      "before promoting it (the applier must be running and free of errors).")

@@ -338,6 +338,24 @@ def test_unsafe_finding_carries_sets_ranking_and_salvage_steps():
     assert f.evidence["verdict"] == "loses_transactions" and f.evidence["lost"] == f"{S}:9-10"
 
 
+def test_salvage_names_every_holder_of_the_same_transactions_once():
+    """Siblings that hold the same transactions the candidate lacks make one salvage paragraph
+    naming them all (any one is enough), those with the transactions in their binary logs first
+    and a sibling that holds them only in its relay log last, after the step that has it apply
+    them; a named channel's START REPLICA says FOR CHANNEL."""
+    r1 = dataclasses.replace(replica("r1", R1, 2, f"{S}:1-8", io="NO"),
+                             channel=dataclasses.replace(channel(f"{S}:1-8", io="NO"), channel_name="orders"))
+    model = model_failover(source(), [r1, replica("r2", R2, 3, f"{S}:1-10"),
+                                      replica("r3", "eeeeeeee-0000-4000-8000-000000000005", 4, f"{S}:1-8", f"{S}:1-10")])
+    (steps,) = [f.remediation for f in failover_findings(model) if f.server == "r1"]
+    assert steps.count("Salvage from") == 1
+    assert f"Salvage from r2, s or r3 (any one of them is enough): 2 transaction(s) r1 will never get ({S}:9-10)" \
+        in steps
+    assert "e.g. replicate r1 from r2 with SOURCE_AUTO_POSITION=1" in steps
+    assert "START REPLICA FOR CHANNEL 'orders' on r1" in steps
+    assert steps.index("r3 holds 2 transaction(s) r1 will never get only in its relay log") < steps.index("Salvage from")
+
+
 def test_errant_finding_gives_empty_transaction_sql_for_source_and_siblings():
     """Salvageable errant GTIDs: the remediation has the empty-transaction SQL, to run on s and r2."""
     model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1"), replica("r2", R2, 3, f"{S}:1-10")])
