@@ -276,6 +276,7 @@ class SiblingOutcome:
     discarded: GtidSet | None = None            # T's relay backlog the repoint throws away, R never has
     other_channels: GtidSet | None = None       # R's other channels' GTIDs T lacks: they flow to T
     already_refused: bool = False               # S itself refuses T already: T's own finding, not R's
+    unserved: GtidSet | None = None             # of lost and discarded, what T cannot send from its binary logs
 
 
 @dataclass(frozen=True)
@@ -468,6 +469,24 @@ def _refused_by_source_now(source: ServerSnapshot, sibling: FailoverReplica) -> 
 # --------------------------------------------------------------------------------------------
 # the model
 
+def _unserved(t: ServerSnapshot, role: str, lost: GtidSet | None, discarded: GtidSet | None) -> GtidSet | None:
+    """Of what sibling ``t`` could give the candidate (``lost``, and ``discarded`` once its
+    applier has applied it), what ``t`` cannot send from its binary logs: everything without a
+    binary log (or, on a replica, without log_replica_updates: what it applied is not logged),
+    else what of ``lost`` is in its gtid_purged (``discarded`` is not applied yet, so not purged);
+    None where a variable was not read."""
+    lost, discarded = lost or GtidSet.EMPTY, discarded or GtidSet.EMPTY
+    held = lost | discarded
+    if not held:
+        return GtidSet.EMPTY
+    logs = [t.log_bin] + ([t.log_replica_updates] if role == "replica" else [])
+    if False in logs:
+        return held
+    if None in logs or t.gtid_purged is None:
+        return None
+    return lost & t.gtid_purged
+
+
 def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplica, promoted: ServerSnapshot | None,
              serve_block: str | None, errant: GtidSet | None, sibling: FailoverReplica | None) -> SiblingOutcome:
     """One sibling's reconnect to the promoted candidate (``sibling`` None: S itself)."""
@@ -519,11 +538,13 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
         # (differential seed 1064)
         other = (candidate.other_channels_gtids & r_after) - t_set - (s_exec or GtidSet.EMPTY)
 
+    unserved = _unserved(t_server, role, lost, discarded)
+
     def outcome(result: SiblingResult, **kw: Any) -> SiblingOutcome:
         return SiblingOutcome(
             sibling=name, role=role, result=result, sibling_set=t_set, catch_up=catch_up, lost=lost,
             in_flight=in_flight, sibling_errant=t_errant, errant=to_t, errant_salvageable=salvageable,
-            errant_lost=errant_lost, notes=tuple(notes), discarded=discarded,
+            errant_lost=errant_lost, notes=tuple(notes), discarded=discarded, unserved=unserved,
             other_channels=other if result is not SiblingResult.REFUSED else GtidSet.EMPTY if other is not None
             else None, **kw)
 
@@ -937,32 +958,78 @@ def _names_text(names: Sequence[str]) -> str:
 
 
 def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list[str]:
-    """What candidate ``c`` must get from its siblings before it is promoted: first each sibling
-    that holds some of it only in its relay log (its applier must apply them before the repoint
-    purges them), then one paragraph per set of transactions, naming every sibling that has that
-    set (any one of them is enough) and how to apply it."""
+    """What candidate ``c`` must get from its siblings before it is promoted (every sibling's
+    ``lost`` and ``discarded``): first the step that has each sibling holding some of it only in
+    its relay log apply it, then one paragraph per part of it, naming every replica that can send
+    that whole part from its binary logs (any one is enough; those not waiting on their applier
+    first), parts chosen greedily, largest first; then what only S can still send (while it is
+    up, through the candidate's own channel), then what no server can send any more.
+
+    Soundness: a replica is named only for what its binary logs hold (:func:`_unserved`: not
+    purged, logged at all); S's own ``lost`` is what it purged, so S is named only for the rest."""
     steps: list[str] = []
-    holders: dict[str, tuple[GtidSet, list[str]]] = {}
     for s in c.siblings:
         if s.discarded:
             steps.append(
-                f"{s.sibling} holds {s.discarded.count()} transaction(s) {c.candidate} will never get only in its "
-                f"relay log ({_short(s.discarded)}): let {s.sibling}'s applier apply them (STOP REPLICA IO_THREAD, "
-                f"wait for the applier; with SOURCE_DELAY, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0 first) "
-                f"before repointing it; it can then give them to {c.candidate} as below.")
-    # those with the transactions in their binary logs first: the example names one of them
-    for part, s in [(s.lost, s) for s in c.siblings] + [(s.discarded, s) for s in c.siblings]:
-        if part:
-            holders.setdefault(part.to_text(multiline=False), (part, []))[1].append(s.sibling)
+                f"{s.sibling} holds, only in its relay log, {s.discarded.count()} transaction(s) {c.candidate} will "
+                f"never get ({_short(s.discarded)}): have {s.sibling}'s applier apply them before repointing it "
+                f"(STOP REPLICA IO_THREAD and wait for the applier; if it has a SOURCE_DELAY, STOP REPLICA "
+                f"SQL_THREAD, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0, START REPLICA SQL_THREAD first; FOR "
+                f"CHANNEL its channel from {model.source} if that is named).")
+    wanted = GtidSet.EMPTY
+    for s in c.siblings:
+        wanted = wanted | (s.lost or GtidSet.EMPTY) | (s.discarded or GtidSet.EMPTY)
+    if not wanted:
+        return steps
+    # (name, waits on its applier or would send errant GTIDs too, what it can send)
+    holders = [(s.sibling, (bool(s.sibling_errant), bool(s.discarded)),
+                ((s.lost or GtidSet.EMPTY) | (s.discarded or GtidSet.EMPTY)) - s.unserved)
+               for s in c.siblings if s.role != "source" and s.unserved is not None]
+    holders = [h for h in holders if h[2]]
+    errant_of = {s.sibling: s.sibling_errant for s in c.siblings if s.sibling_errant}
     for_channel = f" FOR CHANNEL '{c.channel}'" if c.channel else ""
-    for text, (lost, names) in holders.items():
+    source = next((s for s in c.siblings if s.role == "source"), None)
+    from_source = (((source.lost or GtidSet.EMPTY) | (source.discarded or GtidSet.EMPTY)) - source.unserved
+                   if source is not None and source.unserved is not None else GtidSet.EMPTY)
+    left = wanted
+    while left:
+        best = max(holders, key=lambda h: ((h[2] & left).count(), not any(h[1])), default=None)
+        part = best[2] & left if best is not None else GtidSet.EMPTY
+        if not part:
+            break
+        names = [n for n, waits, has in sorted(holders, key=lambda h: h[1]) if not (part - has)]
         one, logs = (" (any one of them is enough)", "one of these servers'") if len(names) > 1 else ("", "its")
+        errant = "".join(f" {n} would also send its errant GTIDs ({_short(errant_of[n])}): prefer another, or "
+                         f"remove them first (errant_transactions on {n})." for n in names if n in errant_of)
         steps.append(
-            f"Salvage from {_names_text(names)}{one}: {lost.count()} transaction(s) {c.candidate} will never get "
-            f"({_short(lost)}). Before promoting {c.candidate}, apply them to it from {logs} binary logs "
-            f"(e.g. replicate {c.candidate} from {names[0]} with SOURCE_AUTO_POSITION=1 until "
-            f"SELECT GTID_SUBSET('{text}', @@GLOBAL.gtid_executed) returns 1 on {c.candidate}), or, while "
-            f"{model.source} is up, START REPLICA{for_channel} on {c.candidate}.")
+            f"Salvage from {_names_text(names)}{one}: {part.count()} transaction(s) {c.candidate} will never get "
+            f"({_short(part)}). Before promoting {c.candidate}, apply them to it from {logs} binary logs (e.g. "
+            f"replicate {c.candidate} from {names[0]} with SOURCE_AUTO_POSITION=1 until SELECT "
+            f"GTID_SUBSET('{part.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on {c.candidate})"
+            + (f", or, while {model.source} is up, START REPLICA{for_channel} on {c.candidate}."
+               if not (part - from_source) else ".") + errant)
+        left = left - part
+    if left:
+        part = left & from_source
+        if part:
+            steps.append(
+                f"Only {model.source} can still send {part.count()} transaction(s) {c.candidate} lacks "
+                f"({_short(part)}): while it is up, have {c.candidate} fetch them (START REPLICA{for_channel}, fix "
+                f"what stops its receiver) until SELECT GTID_SUBSET('{part.to_text(multiline=False)}', "
+                f"@@GLOBAL.gtid_executed) returns 1 on {c.candidate}; if {model.source} fails first, they are lost.")
+            left = left - part
+    if left:
+        unknown = [s.sibling for s in c.siblings if s.unserved is None
+                   and left & ((s.lost or GtidSet.EMPTY) | (s.discarded or GtidSet.EMPTY))]
+        where = (f"{_names_text(unknown)} {'has' if len(unknown) == 1 else 'have'} them, but whether "
+                 f"{'its' if len(unknown) == 1 else 'their'} binary logs still hold them was not read (log_bin, "
+                 "log_replica_updates or gtid_purged unknown): check there; if no server can send them, " if unknown
+                 else f"neither {model.source} nor its other replicas can send them from their binary logs "
+                 "(purged, or not logged): get them from another server that still has them (such as the source "
+                 f"of {model.source}, if it has one), or ")
+        steps.append(
+            f"{left.count()} transaction(s) {c.candidate} will never get ({_short(left)}): {where}reprovision "
+            f"{c.candidate} (a clone of a server that has them); until then, do not promote it.")
     return steps
 
 

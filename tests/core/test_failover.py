@@ -338,22 +338,65 @@ def test_unsafe_finding_carries_sets_ranking_and_salvage_steps():
     assert f.evidence["verdict"] == "loses_transactions" and f.evidence["lost"] == f"{S}:9-10"
 
 
+def _remediation(model, candidate):
+    (text,) = [f.remediation for f in failover_findings(model) if f.server == candidate]
+    return text
+
+
+def _on_orders(r: FailoverReplica) -> FailoverReplica:
+    return dataclasses.replace(r, channel=dataclasses.replace(r.channel, channel_name="orders"))
+
+
+R3 = "eeeeeeee-0000-4000-8000-000000000005"
+
+
 def test_salvage_names_every_holder_of_the_same_transactions_once():
-    """Siblings that hold the same transactions the candidate lacks make one salvage paragraph
-    naming them all (any one is enough), those with the transactions in their binary logs first
-    and a sibling that holds them only in its relay log last, after the step that has it apply
-    them; a named channel's START REPLICA says FOR CHANNEL."""
-    r1 = dataclasses.replace(replica("r1", R1, 2, f"{S}:1-8", io="NO"),
-                             channel=dataclasses.replace(channel(f"{S}:1-8", io="NO"), channel_name="orders"))
-    model = model_failover(source(), [r1, replica("r2", R2, 3, f"{S}:1-10"),
-                                      replica("r3", "eeeeeeee-0000-4000-8000-000000000005", 4, f"{S}:1-8", f"{S}:1-10")])
-    (steps,) = [f.remediation for f in failover_findings(model) if f.server == "r1"]
+    """Replicas that can send the same transactions the candidate lacks make one salvage paragraph
+    naming them all (any one is enough), one that holds them only in its relay log last, after
+    the step that has it apply them; S, which still has them, is the alternative through the
+    candidate's own channel (FOR CHANNEL when it is named)."""
+    model = model_failover(source(), [_on_orders(replica("r1", R1, 2, f"{S}:1-8", io="NO")),
+                                      replica("r2", R2, 3, f"{S}:1-10"), replica("r3", R3, 4, f"{S}:1-8", f"{S}:1-10")])
+    steps = _remediation(model, "r1")
     assert steps.count("Salvage from") == 1
-    assert f"Salvage from r2, s or r3 (any one of them is enough): 2 transaction(s) r1 will never get ({S}:9-10)" \
-        in steps
+    assert f"Salvage from r2 or r3 (any one of them is enough): 2 transaction(s) r1 will never get ({S}:9-10)" in steps
     assert "e.g. replicate r1 from r2 with SOURCE_AUTO_POSITION=1" in steps
-    assert "START REPLICA FOR CHANNEL 'orders' on r1" in steps
-    assert steps.index("r3 holds 2 transaction(s) r1 will never get only in its relay log") < steps.index("Salvage from")
+    assert "or, while s is up, START REPLICA FOR CHANNEL 'orders' on r1." in steps
+    assert steps.index("r3 holds, only in its relay log, 2 transaction(s) r1 will never get") < steps.index("Salvage")
+
+
+def test_salvage_splits_overlapping_holdings_and_names_what_only_the_source_has():
+    """Siblings at different positions: the one that has most sends its part, S alone the rest
+    (while it is up); a replica is never named for a part it does not have."""
+    model = model_failover(source(f"{S}:1-12"), [replica("r1", R1, 2, f"{S}:1-8", io="NO"),
+                                                 replica("r2", R2, 3, f"{S}:1-10"), replica("r3", R3, 4, f"{S}:1-9")])
+    steps = _remediation(model, "r1")
+    assert f"Salvage from r2: 2 transaction(s) r1 will never get ({S}:9-10)" in steps
+    assert steps.count("Salvage from") == 1 and "Salvage from r3" not in steps
+    assert f"Only s can still send 2 transaction(s) r1 lacks ({S}:11-12): while it is up" in steps
+    assert "lost" in steps.split("Only s can still send")[1]
+
+
+def test_salvage_names_a_replica_with_errant_gtids_last_and_says_so():
+    """A replica with its own errant GTIDs would send them too when the candidate replicates from
+    it: it comes after one without, and the paragraph says what it would send."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-8", io="NO"),
+                                      replica("r2", R2, 3, f"{S}:1-10,{R2}:1"), replica("r3", R3, 4, f"{S}:1-10")])
+    steps = _remediation(model, "r1")
+    assert "Salvage from r3 or r2 (any one of them is enough)" in steps and "replicate r1 from r3" in steps
+    assert f"r2 would also send its errant GTIDs ({R2}:1): prefer another" in steps
+
+
+def test_salvage_never_names_binary_logs_that_no_longer_have_them():
+    """What S purged and the only replica that has it purged too, or never logged: no server can
+    send it, and the advice is a reprovision, never a replication from those servers."""
+    for r2 in (replica("r2", R2, 3, f"{S}:1-10", purged=f"{S}:1-10"),
+               replica("r2", R2, 3, f"{S}:1-10", log_replica_updates=False)):
+        model = model_failover(source(purged=f"{S}:1-10"), [replica("r1", R1, 2, f"{S}:1-8"), r2])
+        steps = _remediation(model, "r1")
+        assert "Salvage from" not in steps and "START REPLICA on r1" not in steps, steps
+        assert f"2 transaction(s) r1 will never get ({S}:9-10): neither s nor its other replicas can send them" in steps
+        assert "reprovision r1" in steps
 
 
 def test_errant_finding_gives_empty_transaction_sql_for_source_and_siblings():
