@@ -935,10 +935,10 @@ def select_findings(rows: Iterable[Mapping[str, Any]], *, severity: str | None =
                     cluster_of: Mapping[str, str | None] | None = None) -> list[Mapping[str, Any]]:
     """The rows ``gtid-audit findings`` shows: ``severity`` is a minimum (critical shows only
     critical, warning shows warning and critical). ``cluster`` keeps the findings of that
-    cluster's replication: a finding's own ``cluster`` (its server's, or for a failover finding
-    its source's), or its ``source``'s cluster by ``cluster_of`` (server name to cluster, the
-    run's ``servers``), so a multi-source replica's findings on a channel from another cluster's
-    source show under both clusters."""
+    cluster's servers and replication: a finding's own ``cluster`` (its server's, or for a
+    failover finding its source's), or, by ``cluster_of`` (server name to cluster, the run's
+    ``servers``), its ``server``'s or its ``source``'s cluster. A multi-source replica's findings
+    on a channel from another cluster's source show under both clusters."""
     out = []
     floor = severity_rank(severity) if severity else -1
     cluster_of = cluster_of or {}
@@ -947,7 +947,8 @@ def select_findings(rows: Iterable[Mapping[str, Any]], *, severity: str | None =
             continue
         if severity_rank(r["severity"]) < floor:
             continue
-        if cluster is not None and cluster not in (r.get("cluster"), cluster_of.get(r.get("source") or "")):
+        if cluster is not None and cluster not in (r.get("cluster"), cluster_of.get(r["server"]),
+                                                   cluster_of.get(r.get("source") or "")):
             continue
         if check is not None and r["check_id"] != check:
             continue
@@ -994,6 +995,9 @@ def cmd_findings(args: argparse.Namespace) -> int:
                 for r in batch.to_pylist()}
         except TableNotFoundError:
             cluster_of = None
+        if not cluster_of:
+            log.warning("no servers of run %s in %s (table missing or past its retention): --cluster %s "
+                        "matches the findings' own cluster only", run_id, warehouse, args.cluster)
     rows = select_findings(_rows(warehouse, "findings", run_id, so, run_date=run["run_date"]),
                            severity=args.severity, cluster=args.cluster, check=args.check,
                            include_resolved=args.all, cluster_of=cluster_of)

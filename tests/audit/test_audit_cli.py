@@ -66,25 +66,34 @@ def test_findings_json_filters(audited, capsys):
 
 
 def test_cluster_includes_pairs_whose_source_is_in_it(spark, audited, capsys):
-    """--cluster C keeps a finding of a server outside C on a channel whose source is in C (a
-    multi-source replica of billing replicating from orders' src): the orders cluster's
-    replication shows it, and so does billing's, the replica's own cluster."""
+    """--cluster C keeps a finding of a server outside C on a channel whose source is in C (b2 of
+    billing, a multi-source replica with a channel from orders' src), and the failover finding of
+    b2 as a candidate to replace src (labelled orders): both show under orders and under billing,
+    b2's own cluster; a server check of billing's b1 shows under billing only."""
     wh = audited.replace("audit.yaml", "wh")
-    cross = {**finding("replica_gtid_holes", "b2", "warning", cluster="billing"), "channel": "orders",
-             "finding_key": finding_key("replica_gtid_holes", "b2", "src", "orders")}
-    write_run_rows(spark, "findings", [*ROWS, cross], warehouse=wh, run_id="run1", run_date=D)
+    def row(check, server, cluster, source, channel):
+        return {**finding(check, server, "warning", cluster=cluster), "source": source, "channel": channel,
+                "finding_key": finding_key(check, server, source, channel)}
+    rows = [row("replica_gtid_holes", "r1", "orders", "src", ""), row("config_sync_binlog", "b1", "billing", None, None),
+            row("replica_gtid_holes", "b2", "billing", "src", "orders"),
+            row("failover_candidate_unsafe", "b2", "orders", "src", "orders")]
+    write_run_rows(spark, "findings", rows, warehouse=wh, run_id="run1", run_date=D)
     columns = get_table("servers").column_names
     write_run_rows(spark, "servers", [{**dict.fromkeys(columns), "run_id": "run1", "run_date": D, "server": name,
                                        "cluster": cluster, "host": "127.0.0.1", "port": 3306, "status": "ok",
                                        "discovered": False}
-                                      for name, cluster in (("src", "orders"), ("b1", "billing"), ("b2", "billing"))],
+                                      for name, cluster in (("src", "orders"), ("r1", "orders"), ("b1", "billing"),
+                                                            ("b2", "billing"))],
                    warehouse=wh, run_id="run1", run_date=D)
-    for cluster in ("orders", "billing"):
+
+    def shown(cluster):
         assert main(["findings", "--config", audited, "--cluster", cluster, "--format", "json"]) == 0
-        got = {(r["server"], r["channel"]) for r in map(json.loads, capsys.readouterr().out.splitlines())}
-        assert ("b2", "orders") in got
-    assert main(["findings", "--config", audited, "--cluster", "billing", "--format", "json"]) == 0
-    assert sorted(json.loads(x)["server"] for x in capsys.readouterr().out.splitlines()) == ["b1", "b2"]
+        return sorted((r["check_id"], r["server"]) for r in map(json.loads, capsys.readouterr().out.splitlines()))
+
+    both = [("failover_candidate_unsafe", "b2"), ("replica_gtid_holes", "b2")]
+    assert shown("orders") == sorted([*both, ("replica_gtid_holes", "r1")])
+    assert shown("billing") == sorted([*both, ("config_sync_binlog", "b1")])
+    assert shown("nosuch") == []
 
 
 def test_findings_table(audited, capsys):
