@@ -991,6 +991,9 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
     source = next((s for s in c.siblings if s.role == "source"), None)
     from_source = (((source.lost or GtidSet.EMPTY) | (source.discarded or GtidSet.EMPTY)) - source.unserved
                    if source is not None and source.unserved is not None else GtidSet.EMPTY)
+    # what S purged and R lacks: R's reconnect to S is refused (ER_MASTER_HAS_PURGED_REQUIRED_GTIDS)
+    # until R has it, so S's binary logs are no alternative before then
+    refused_by_source = source.unserved if source is not None and source.unserved else GtidSet.EMPTY
     left = wanted
     while left:
         best = max(holders, key=lambda h: ((h[2] & left).count(), not any(h[1])), default=None)
@@ -1007,16 +1010,20 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
             f"replicate {c.candidate} from {names[0]} with SOURCE_AUTO_POSITION=1 until SELECT "
             f"GTID_SUBSET('{part.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on {c.candidate})"
             + (f", or, while {model.source} is up, START REPLICA{for_channel} on {c.candidate}."
-               if not (part - from_source) else ".") + errant)
+               if not (part - from_source) and not refused_by_source else ".") + errant)
         left = left - part
     if left:
         part = left & from_source
         if part:
+            first = (f"once {c.candidate} has the {refused_by_source.count()} {model.source} purged (below: until "
+                     f"then {model.source} refuses it, {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}), " if refused_by_source
+                     else "")
             steps.append(
                 f"Only {model.source} can still send {part.count()} transaction(s) {c.candidate} lacks "
-                f"({_short(part)}): while it is up, have {c.candidate} fetch them (START REPLICA{for_channel}, fix "
-                f"what stops its receiver) until SELECT GTID_SUBSET('{part.to_text(multiline=False)}', "
-                f"@@GLOBAL.gtid_executed) returns 1 on {c.candidate}; if {model.source} fails first, they are lost.")
+                f"({_short(part)}): {first}while {model.source} is up, have {c.candidate} fetch them (START "
+                f"REPLICA{for_channel}, fix what stops its receiver) until SELECT GTID_SUBSET('"
+                f"{part.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on {c.candidate}; if "
+                f"{model.source} fails first, they are lost.")
             left = left - part
     if left:
         unknown = [s.sibling for s in c.siblings if s.unserved is None

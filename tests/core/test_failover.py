@@ -373,7 +373,7 @@ def test_salvage_splits_overlapping_holdings_and_names_what_only_the_source_has(
     steps = _remediation(model, "r1")
     assert f"Salvage from r2: 2 transaction(s) r1 will never get ({S}:9-10)" in steps
     assert steps.count("Salvage from") == 1 and "Salvage from r3" not in steps
-    assert f"Only s can still send 2 transaction(s) r1 lacks ({S}:11-12): while it is up" in steps
+    assert f"Only s can still send 2 transaction(s) r1 lacks ({S}:11-12): while s is up" in steps
     assert "lost" in steps.split("Only s can still send")[1]
 
 
@@ -385,6 +385,16 @@ def test_salvage_names_a_replica_with_errant_gtids_last_and_says_so():
     steps = _remediation(model, "r1")
     assert "Salvage from r3 or r2 (any one of them is enough)" in steps and "replicate r1 from r3" in steps
     assert f"r2 would also send its errant GTIDs ({R2}:1): prefer another" in steps
+
+
+def test_salvage_from_the_source_waits_for_what_it_purged():
+    """S purged some of what R lacks: R's reconnect to S is refused until R has those, so S's
+    binary logs are the alternative only once R has them, never now."""
+    model = model_failover(source(f"{S}:1-20", purged=f"{S}:1-10"), [replica("r1", R1, 2, f"{S}:1-5", io="NO")])
+    steps = _remediation(model, "r1")
+    assert (f"Only s can still send 10 transaction(s) r1 lacks ({S}:11-20): once r1 has the 5 s purged (below: "
+            f"until then s refuses it, {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}), while s is up") in steps
+    assert f"5 transaction(s) r1 will never get ({S}:6-10): neither s nor its other replicas can send them" in steps
 
 
 def test_salvage_never_names_binary_logs_that_no_longer_have_them():
