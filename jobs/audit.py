@@ -998,6 +998,11 @@ def cmd_findings(args: argparse.Namespace) -> int:
         if not cluster_of:
             log.warning("no servers of run %s in %s (table missing or past its retention): --cluster %s "
                         "matches the findings' own cluster only", run_id, warehouse, args.cluster)
+        elif args.cluster not in cluster_of.values():
+            known = sorted({c for c in cluster_of.values() if c})
+            log.warning("no server of run %s is in cluster %r; its clusters: %s", run_id, args.cluster,
+                        ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+                        if known else "none (no server has a cluster)")
     rows = select_findings(_rows(warehouse, "findings", run_id, so, run_date=run["run_date"]),
                            severity=args.severity, cluster=args.cluster, check=args.check,
                            include_resolved=args.all, cluster_of=cluster_of)

@@ -93,7 +93,9 @@ def test_cluster_includes_pairs_whose_source_is_in_it(spark, audited, capsys):
     both = [("failover_candidate_unsafe", "b2"), ("replica_gtid_holes", "b2")]
     assert shown("orders") == sorted([*both, ("replica_gtid_holes", "r1")])
     assert shown("billing") == sorted([*both, ("config_sync_binlog", "b1")])
-    assert shown("nosuch") == []
+    assert main(["findings", "--config", audited, "--cluster", "nosuch", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "no server of run run1 is in cluster 'nosuch'; its clusters: billing, orders" in err
 
 
 def test_findings_table(audited, capsys):
