@@ -276,7 +276,13 @@ class SiblingOutcome:
     discarded: GtidSet | None = None            # T's relay backlog the repoint throws away, R never has
     other_channels: GtidSet | None = None       # R's other channels' GTIDs T lacks: they flow to T
     already_refused: bool = False               # S itself refuses T already: T's own finding, not R's
-    unserved: GtidSet | None = None             # of lost and discarded, what T cannot send from its binary logs
+    unserved: GtidSet | None = None             # of ``offers``, what T cannot send from its binary logs
+
+    @property
+    def offers(self) -> GtidSet:
+        """What T could give R before the promotion: ``lost``, and ``discarded`` once T's applier
+        has applied it (unknown parts count as none)."""
+        return (self.lost or GtidSet.EMPTY) | (self.discarded or GtidSet.EMPTY)
 
 
 @dataclass(frozen=True)
@@ -978,18 +984,17 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
                 f"CHANNEL its channel from {model.source} if that is named).")
     wanted = GtidSet.EMPTY
     for s in c.siblings:
-        wanted = wanted | (s.lost or GtidSet.EMPTY) | (s.discarded or GtidSet.EMPTY)
+        wanted = wanted | s.offers
     if not wanted:
         return steps
     # (name, waits on its applier or would send errant GTIDs too, what it can send)
-    holders = [(s.sibling, (bool(s.sibling_errant), bool(s.discarded)),
-                ((s.lost or GtidSet.EMPTY) | (s.discarded or GtidSet.EMPTY)) - s.unserved)
+    holders = [(s.sibling, (bool(s.sibling_errant), bool(s.discarded)), s.offers - s.unserved)
                for s in c.siblings if s.role != "source" and s.unserved is not None]
     holders = [h for h in holders if h[2]]
     errant_of = {s.sibling: s.sibling_errant for s in c.siblings if s.sibling_errant}
     for_channel = f" FOR CHANNEL '{c.channel}'" if c.channel else ""
     source = next((s for s in c.siblings if s.role == "source"), None)
-    from_source = (((source.lost or GtidSet.EMPTY) | (source.discarded or GtidSet.EMPTY)) - source.unserved
+    from_source = (source.offers - source.unserved
                    if source is not None and source.unserved is not None else GtidSet.EMPTY)
     # what S purged and R lacks: R's reconnect to S is refused (ER_MASTER_HAS_PURGED_REQUIRED_GTIDS)
     # until R has it, so S's binary logs are no alternative before then
@@ -1000,7 +1005,7 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
         part = best[2] & left if best is not None else GtidSet.EMPTY
         if not part:
             break
-        names = [n for n, waits, has in sorted(holders, key=lambda h: h[1]) if not (part - has)]
+        names = [n for n, _, has in sorted(holders, key=lambda h: h[1]) if not (part - has)]
         one, logs = (" (any one of them is enough)", "one of these servers'") if len(names) > 1 else ("", "its")
         errant = "".join(f" {n} would also send its errant GTIDs ({_short(errant_of[n])}): prefer another, or "
                          f"remove them first (errant_transactions on {n})." for n in names if n in errant_of)
@@ -1026,8 +1031,7 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
                 f"{model.source} fails first, they are lost.")
             left = left - part
     if left:
-        unknown = [s.sibling for s in c.siblings if s.unserved is None
-                   and left & ((s.lost or GtidSet.EMPTY) | (s.discarded or GtidSet.EMPTY))]
+        unknown = [s.sibling for s in c.siblings if s.unserved is None and left & s.offers]
         where = (f"{_names_text(unknown)} {'has' if len(unknown) == 1 else 'have'} them, but whether "
                  f"{'its' if len(unknown) == 1 else 'their'} binary logs still hold them was not read (log_bin, "
                  "log_replica_updates or gtid_purged unknown): check there; if no server can send them, " if unknown
