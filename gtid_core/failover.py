@@ -277,6 +277,9 @@ class SiblingOutcome:
     other_channels: GtidSet | None = None       # R's other channels' GTIDs T lacks: they flow to T
     already_refused: bool = False               # S itself refuses T already: T's own finding, not R's
     unserved: GtidSet | None = None             # of ``offers``, what T cannot send from its binary logs
+    relay_backlog: GtidSet | None = None        # T retrieved, not applied (its relay log); None for S or unknown
+    channel: str = ""                           # T's channel from S ('' for S itself or the default channel)
+    source_delay: int | None = None             # T's SOURCE_DELAY (SQL_Delay) on that channel; None: unknown
 
     @property
     def offers(self) -> GtidSet:
@@ -328,6 +331,7 @@ class CandidateAssessment:
     causes: tuple[tuple[str, str], ...] = ()    # (check_id, server) of the findings each reason follows from
     derived: bool = False                       # every reason follows from one of ``causes``
     unconfirmed: bool = False                   # unsafe only by errant GTIDs the read order does not confirm
+    source_delay: int | None = None             # its SOURCE_DELAY (SQL_Delay) on this channel; None: unknown
 
     def _union(self, attr: str) -> GtidSet:
         out = GtidSet.EMPTY
@@ -551,6 +555,10 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
             sibling=name, role=role, result=result, sibling_set=t_set, catch_up=catch_up, lost=lost,
             in_flight=in_flight, sibling_errant=t_errant, errant=to_t, errant_salvageable=salvageable,
             errant_lost=errant_lost, notes=tuple(notes), discarded=discarded, unserved=unserved,
+            relay_backlog=(t_holds - t_set if sibling is not None and t_holds is not None and t_set is not None
+                           else None),
+            channel=sibling.channel.channel_name if sibling is not None else "",
+            source_delay=sibling.channel.sql_delay if sibling is not None else None,
             other_channels=other if result is not SiblingResult.REFUSED else GtidSet.EMPTY if other is not None
             else None, **kw)
 
@@ -748,7 +756,9 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         if pending or in_flight:
             verdict = Verdict.SAFE_AFTER_CATCH_UP
             if pending:
-                reasons.append(f"must first apply {pending.count()} retrieved transaction(s) from its relay log")
+                delay = candidate.channel.sql_delay
+                reasons.append(f"must first apply {pending.count()} retrieved transaction(s) from its relay log"
+                               + (f" (SOURCE_DELAY = {delay} s: set it to 0 first)" if delay else ""))
             if in_flight:
                 reasons.append(f"its running receiver is still fetching {in_flight.count()} transaction(s) "
                                f"a sibling already has")
@@ -760,7 +770,7 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         pending_relay=pending, errant=errant, errant_salvageable=salvageable, errant_lost=errant_lost,
         siblings=tuple(siblings), promoted_gtid_executed=r_after,
         other_channels=candidate.other_channels_gtids, errant_confirmed=order_held,
-        causes=causes, derived=derived, unconfirmed=unconfirmed,
+        causes=causes, derived=derived, unconfirmed=unconfirmed, source_delay=candidate.channel.sql_delay,
         errant_own=(errant - (candidate.channel.retrieved_gtid_set or GtidSet.EMPTY)
                     if errant and candidate.other_channels_gtids is not None else None))
 
@@ -890,14 +900,16 @@ FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i
           "fails now, every choice costs data or replicas; the finding names the least bad choice by what "
           "it costs (lost transactions first, then refused siblings, then spread GTIDs). Candidates whose "
           "state is unknown keep it silent; a candidate unsafe only by errant GTIDs the read order does not "
-          "confirm makes it a warning; when every candidate's problem follows from other findings (a "
+          "confirm makes it a warning, and so does a least bad choice that only spreads GTIDs (it loses no "
+          "transaction and refuses no sibling); when every candidate's problem follows from other findings (a "
           "broken receiver or applier, errant transactions) it is info and names them.",
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS / ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER or silent loss at the "
           "failover",
           "Fix the findings it names first. Then make one candidate safe before it is needed: start stopped "
           "receivers so a replica catches up, fix a failed applier, apply to the best-ranked candidate the "
           "transactions only a sibling has, neutralise errant transactions with empty transactions on the "
-          "source and every replica, enable log_replica_updates. The failover_readiness table ranks the "
+          "source (or the top of its chain), from which they replicate, enable log_replica_updates. The "
+          "failover_readiness table ranks the "
           "candidates by cost and lists each set.", version=2),
     _info("failover_candidate_unsafe", Severity.WARNING, "pair",
           "Promoting this replica would lose, spread or refuse transactions",
@@ -958,6 +970,34 @@ def _restates(causes: Sequence[tuple[str, str]], severity: Severity) -> bool:
     return any(order[_CAUSE_SEVERITY.get(check, Severity.INFO)] >= order[severity] for check, _ in causes)
 
 
+def _apply_relay_log(channel: str, delay: int | None, *, stop_receiver: bool) -> str:
+    """The statements that have a replica's applier apply its relay log, for its SOURCE_DELAY:
+    named when known (a delayed applier waits SOURCE_DELAY seconds after each transaction's commit
+    on its source, so it is set to 0 first), a conditional step when unknown, none when 0.
+
+    The delay is changed while the receiver still runs (only the applier stopped): with both
+    threads stopped, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0 purges the relay logs (observed on
+    9.7.4, docs/failover.md "What the procedure taught"), and with them what was to be applied."""
+    ch = f" FOR CHANNEL '{channel}'" if channel else ""
+    steps = []
+    if delay:
+        steps.append(f"its SOURCE_DELAY is {delay} s, so first, with its receiver still running: STOP REPLICA "
+                     f"SQL_THREAD{ch}; CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0{ch}; START REPLICA SQL_THREAD{ch}")
+    elif delay is None:
+        steps.append(f"if it has a SOURCE_DELAY, first, with its receiver still running: STOP REPLICA SQL_THREAD{ch}; "
+                     f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0{ch}; START REPLICA SQL_THREAD{ch}")
+    if stop_receiver:
+        steps.append(f"STOP REPLICA IO_THREAD{ch}")
+    steps.append("wait until its applier has applied the relay log (Replica_SQL_Running_State: 'Replica has read "
+                 "all relay log')")
+    return "; then ".join(steps)
+
+
+def _all_of(names: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _names_text(names: Sequence[str]) -> str:
     """'a', 'a or b', 'a, b or c'."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
@@ -979,9 +1019,7 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
             steps.append(
                 f"{s.sibling} holds, only in its relay log, {s.discarded.count()} transaction(s) {c.candidate} will "
                 f"never get ({_short(s.discarded)}): have {s.sibling}'s applier apply them before repointing it "
-                f"(STOP REPLICA IO_THREAD and wait for the applier; if it has a SOURCE_DELAY, STOP REPLICA "
-                f"SQL_THREAD, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0, START REPLICA SQL_THREAD first; FOR "
-                f"CHANNEL its channel from {model.source} if that is named).")
+                f"({_apply_relay_log(s.channel, s.source_delay, stop_receiver=True)}).")
     wanted = GtidSet.EMPTY
     for s in c.siblings:
         wanted = wanted | s.offers
@@ -1051,10 +1089,13 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
         steps.append(f"Fix first: {_causes_text(c.causes)} (the findings this follows from).")
     steps.extend(_salvage_from_siblings(model, c))
     if c.pending_relay and c.verdict is not Verdict.SAFE:
-        steps.append(f"Wait until {c.candidate} has applied its relay log ({c.pending_relay.count()} transaction(s)) "
-                     "before promoting it (the applier must be running and free of errors).")
+        steps.append(f"Before promoting {c.candidate}, let it apply its relay log ({c.pending_relay.count()} "
+                     f"transaction(s); the applier must be running and free of errors): "
+                     f"{_apply_relay_log(c.channel, c.source_delay, stop_receiver=False)}.")
     if c.errant:
-        targets = ", ".join(s.sibling for s in c.siblings)
+        replicas = [s.sibling for s in c.siblings if s.role != "source"]
+        where = (f"{model.source} while it is up, from which they replicate to every sibling (those that have them "
+                 "skip them)" + (f"; once it is gone, on {_all_of(replicas)} each" if replicas else ""))
         lost_part = (f" {c.errant_lost.count()} of them are purged from {c.candidate}'s binary logs (lost errant "
                      f"GTIDs): nobody can replay or inspect them; never promote it without neutralising them."
                      if c.errant_lost else "")
@@ -1064,7 +1105,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
         if brought:
             text += (f" The {brought.count()} its channel from {model.source} brought: if their changes are wanted or "
                      "harmless, " if own else " If their changes are wanted or harmless, ")
-            text += (f"commit empty transactions with these GTIDs on {targets} (not on {c.candidate}):\n"
+            text += (f"commit empty transactions with these GTIDs on {where}; never on {c.candidate}:\n"
                      f"{empty_transaction_sql(brought)}")
         if own:
             text += (f"{chr(10) if brought else ' '}{own.count()} of them came through none of {c.candidate}'s "
@@ -1084,9 +1125,16 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
             steps.append(f"{s.sibling} has {c.candidate}'s identity ({s.rule}): stop the clone, delete its "
                          "auto.cnf (new server_uuid) or give it its own server_id, restart it.")
         elif s.refusal == ER_MASTER_HAS_PURGED_REQUIRED_GTIDS and s.refused_missing:
-            steps.append(f"{s.sibling} lacks {s.refused_missing.count()} transaction(s) {c.candidate} no longer has "
-                         f"in its binary logs ({_short(s.refused_missing)}): let {s.sibling} catch up from "
-                         f"{model.source} first, or plan to reprovision it from {c.candidate} after the promotion.")
+            text = (f"{s.sibling} lacks {s.refused_missing.count()} transaction(s) {c.candidate} no longer has in its "
+                    f"binary logs ({_short(s.refused_missing)}): ")
+            if s.relay_backlog is not None and s.refused_missing <= s.relay_backlog:
+                text += (f"{s.sibling} holds them in its relay log, which the repoint would throw away: have its "
+                         f"applier apply them before repointing it "
+                         f"({_apply_relay_log(s.channel, s.source_delay, stop_receiver=True)}).")
+            else:
+                text += (f"let {s.sibling} catch up from {model.source} while {model.source} is up (its receiver "
+                         f"running), or plan to reprovision it from {c.candidate} after the promotion.")
+            steps.append(text)
         elif s.refusal == ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER and s.refused_missing:
             steps.append(f"{s.sibling} has transactions of {c.candidate}'s own uuid that {c.candidate} lacks "
                          f"({_short(s.refused_missing)}): find out where they come from before promoting.")
@@ -1145,6 +1193,9 @@ def _siblings_text(c: CandidateAssessment) -> str:
 def _advice(model: FailoverModel) -> str:
     """Which replica to promote and what it costs, for every finding of this source."""
     best = model.candidates[0]
+    if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and best.source_delay and best.pending_relay:
+        return (f"If {model.source} fails, promote {best.candidate} ({best.verdict}) once it has applied its relay "
+                f"log: its SOURCE_DELAY of {best.source_delay} s must be set to 0 first.")
     if best.verdict in (Verdict.SAFE, Verdict.SAFE_AFTER_CATCH_UP):
         return f"If {model.source} fails, promote {best.candidate} ({best.verdict})."
     if best.verdict is Verdict.UNDETERMINED:

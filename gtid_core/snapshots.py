@@ -447,6 +447,7 @@ class ChannelSnapshot:
     last_sql_error: str | None = None
     last_sql_error_timestamp: _dt.datetime | None = None
     seconds_behind_source: int | None = None
+    sql_delay: int | None = None
     source_log_file: str | None = None
     read_source_log_pos: int | None = None
     relay_source_log_file: str | None = None
@@ -540,6 +541,7 @@ class ChannelSnapshot:
             last_sql_error=s.text("Last_SQL_Error"),
             last_sql_error_timestamp=s.timestamp("Last_SQL_Error_Timestamp"),
             seconds_behind_source=s.int("Seconds_Behind_Source", "Seconds_Behind_Master"),
+            sql_delay=s.int("SQL_Delay"),
             source_log_file=s.text("Source_Log_File", "Master_Log_File"),
             read_source_log_pos=s.int("Read_Source_Log_Pos", "Read_Master_Log_Pos"),
             relay_source_log_file=s.text("Relay_Source_Log_File", "Relay_Master_Log_File"),

@@ -198,6 +198,8 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
             fleet.down()
             for server in fleet.servers.values():  # ~100 MB of data directory per server
                 shutil.rmtree(server.dir, ignore_errors=True)
+            # no fleet is left: `sandbox status` says so (exit 2), not nine stopped servers (exit 3)
+            (workdir / STATE_FILE).unlink(missing_ok=True)
             print("sandbox fleet stopped and its data removed (use --keep to leave it running)")
 
 

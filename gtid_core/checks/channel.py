@@ -8,11 +8,13 @@ config_parallel_applier_without_commit_order (settings that make silent loss pos
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from gtid_core.checks.pair import _Pair
 from gtid_core.findings import Finding
+from gtid_core.reconnect import ReconnectKind
 
-__all__ = ["check_channel_config", "check_replication_threads"]
+__all__ = ["check_channel_config", "check_replication_threads", "relate_to_stopped_receiver"]
 
 
 _PURGED_RE = re.compile(r"purged (the )?(required )?binary logs|has purged binary logs", re.IGNORECASE)
@@ -73,9 +75,57 @@ def check_replication_threads(pair: _Pair) -> list[Finding]:
                   f"{'is' if len(stopped) == 1 else 'are'} stopped and no error is recorded.")
         ev = pair.base_evidence()
         ev.update(io_running=ch.io_running, sql_running=ch.sql_running)
+        remediation = None
+        outcome = pair.outcome
+        if ch.io_running == "NO" and not io_errno and outcome is not None and outcome.refused:
+            refusal = _REFUSAL_CHECK[outcome.kind]
+            ev["start_refused_with"] = outcome.error
+            detail += (f" Started now, its receiver would be refused by {pair.source_name} with {outcome.error} "
+                       f"({refusal} on this channel).")
+            remediation = (f"Do not start the receiver yet: {pair.source_name} would refuse it with {outcome.error}. "
+                           f"First do what {refusal} on this channel says; then START REPLICA, or remove the channel "
+                           "if it is no longer wanted.")
         findings.append(pair.finding("replication_stopped", f"{pair.replica_name}: replication stopped", detail,
-                                     evidence=ev))
+                                     evidence=ev, remediation=remediation))
     return findings
+
+
+# The check that reports each refusal of the pair's reconnect simulation (on_reconnect.py).
+_REFUSAL_CHECK = {ReconnectKind.SOURCE_PURGED_REQUIRED: "source_purged_required_gtids",
+                  ReconnectKind.REPLICA_HAS_MORE_GTIDS: "replica_has_more_gtids"}
+
+
+def relate_to_stopped_receiver(findings: list[Finding]) -> list[Finding]:
+    """One channel's findings, with those that a stopped receiver causes pointing at each other.
+
+    A receiver stopped without an error is reported by replication_stopped; the same stop is why
+    replica_near_purge_horizon (the channel falls behind the source's purge) and a stopped
+    incomplete_relay_log_tail fire on that channel, and each said START REPLICA on its own. They
+    stay three findings (three risks: a stopped thread, a purge that would refuse it, a
+    transaction cut in two), and each now names the others, so that one action is taken once.
+    """
+    stopped = next((f for f in findings if f.check_id == "replication_stopped"
+                    and f.evidence.get("io_running") == "NO"), None)
+    related = [f for f in findings if f.check_id in _CAUSED_BY_STOPPED_RECEIVER]
+    if stopped is None or not related:
+        return findings
+    names = ", ".join(f.check_id for f in related)
+    out = []
+    for f in findings:
+        if f is stopped:
+            f = replace(f, remediation=f"{f.remediation}\nThe same stopped receiver causes {names} on this channel: "
+                                       "starting it serves them too (their own steps first, if they give any).")
+        elif f.check_id in _CAUSED_BY_STOPPED_RECEIVER:
+            f = replace(f, remediation=f"{f.remediation}\n{_CAUSED_BY_STOPPED_RECEIVER[f.check_id]} "
+                                       "(replication_stopped on this channel): one action for both findings.")
+        out.append(f)
+    return out
+
+
+_CAUSED_BY_STOPPED_RECEIVER = {
+    "replica_near_purge_horizon": "The receiver to start is the one stopped without an error",
+    "incomplete_relay_log_tail": "The receiver these steps start is the one stopped without an error",
+}
 
 
 def check_channel_config(pair: _Pair) -> list[Finding]:

@@ -224,7 +224,7 @@ def replica_executed(replica: ServerSnapshot, channel: ChannelSnapshot) -> GtidS
 
 
 #: A statement of a remediation that acts on one channel (FOR CHANNEL on a named one).
-_REPLICA_STATEMENT = re.compile(r"\b(START|STOP|RESET) REPLICA\b|CHANGE REPLICATION SOURCE")
+_REPLICA_STATEMENT = re.compile(r"\b(START|STOP|RESET) (REPLICA|SLAVE)\b|CHANGE (REPLICATION SOURCE|MASTER)\b")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from gtid_core.findings import Finding, Severity
 from gtid_core.gtid_set import GtidSet
 from gtid_core.relay_log import ParserState, is_gtid_event, is_gtid_type, parse_relay_log, window_start
 from gtid_core.snapshots import Gtid
+from gtid_core.versions import MySQLVersion
 
 __all__ = ["check_incomplete_relay_log_tail"]
 
@@ -180,6 +181,7 @@ def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
     if gtid is not None and executed is not None and gtid in executed:
         return []  # the transaction is applied; nothing can be lost
     in_retrieved = gtid is not None and retrieved is not None and gtid in retrieved
+    remediation = _remedy(version, refetch_by_reset=in_retrieved)
     if version is not None and not version.has_boundary_parser:
         if version.leaves_out_last_retrieved_gtid:
             severity = Severity.WARNING
@@ -235,4 +237,31 @@ def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
               if result.last_event else None)
     return [pair.finding("incomplete_relay_log_tail",
                          f"Relay log of {pair.replica_name} ends inside a transaction", detail,
-                         severity=severity, gtid_set=gtid.as_set() if gtid else None, evidence=ev)]
+                         severity=severity, gtid_set=gtid.as_set() if gtid else None, evidence=ev,
+                         remediation=remediation)]
+
+
+def _remedy(version: MySQLVersion | None, *, refetch_by_reset: bool) -> str | None:
+    """The remediation for the replica's own version; None (the catalogue's text, which covers
+    both eras) when its version is unknown.
+
+    Before 5.7.6 the receiver puts the GTID in Retrieved_Gtid_Set with its Gtid event, and a
+    restart alone does not fetch the rest (before 5.6.15 never; 5.6.15-5.7.5 through the workaround
+    Bug #72392 breaks), so the relay logs and that set are discarded: RESET SLAVE, then the
+    auto-positioned receiver asks for everything not in gtid_executed again. The same holds from
+    5.7.6 when the dangling GTID is nonetheless in Retrieved_Gtid_Set. Otherwise, from 5.7.6, the
+    boundary parser kept it out and a restarted receiver fetches the transaction whole (observed on
+    9.7.4: the partial group is truncated and fetched again)."""
+    if version is None:
+        return None
+    noun = "REPLICA" if version.uses_replica_terminology else "SLAVE"
+    if refetch_by_reset or not version.has_boundary_parser:
+        return (f"Make the replica fetch the transaction again. Once its applier has applied everything before "
+                f"it (it waits inside the dangling transaction): STOP {noun}; RESET {noun} (discards the relay "
+                f"logs and Retrieved_Gtid_Set, keeps the connection settings); START {noun}. With "
+                "SOURCE_AUTO_POSITION=1 (MASTER_AUTO_POSITION before 8.0.23) the receiver then asks for everything "
+                "not in gtid_executed, this transaction whole included; its source must still have it in its "
+                "binary logs. Without auto-positioning, RESET loses the position: reposition by hand instead.")
+    return (f"Restart the receiver: START {noun} IO_THREAD. MySQL {version} kept the dangling GTID out of "
+            "Retrieved_Gtid_Set, so the partial transaction is discarded and fetched again whole, and the applier "
+            "goes on; its source must still have it in its binary logs.")

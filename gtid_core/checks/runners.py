@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gtid_core.checks.channel import check_channel_config, check_replication_threads
+from gtid_core.checks.channel import check_channel_config, check_replication_threads, relate_to_stopped_receiver
 from gtid_core.checks.divergence import (
     check_errant_transactions,
     check_replica_gtid_history_lost,
@@ -78,4 +78,4 @@ def run_pair_checks(
     findings += check_replica_gtid_history_lost(pair)
     findings += check_replication_threads(pair)
     findings += check_channel_config(pair)
-    return findings
+    return relate_to_stopped_receiver(findings)

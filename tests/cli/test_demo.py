@@ -8,6 +8,7 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs.delta_io import read_arrow
+from jobs.sandbox.fleet import STATE_FILE
 from schemas import get_table
 from tests.sandbox.test_fleet import our_processes
 
@@ -85,3 +86,4 @@ def test_demo_reports_each_injected_fault_and_writes_the_tables(demo_night):
         assert ("clustering" in (stored.protocol().writer_features or ())) == bool(schema.cluster_by), table
         assert _clustering_columns(warehouse / table) == list(schema.cluster_by), table
     assert our_processes(workdir) == []
+    assert not (workdir / STATE_FILE).exists()     # `sandbox status` then says there is no fleet (exit 2)

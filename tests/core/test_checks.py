@@ -272,6 +272,32 @@ def test_near_purge_horizon_stopped_replica_needs_oldest_file():
     assert f.evidence["replica_needs_gtid_set"] == f"{S}:151-300:t1:3-5"
     assert "b.000005" in f.title and "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS" in f.detail
     assert ids(findings) == ["replica_near_purge_horizon", "replication_stopped"]
+    stop = one(findings, "replication_stopped")     # one stopped receiver: the two findings name each other
+    assert stop.remediation.startswith("Start it (START REPLICA)")
+    assert "causes replica_near_purge_horizon on this channel" in stop.remediation
+    assert "(replication_stopped on this channel): one action for both findings." in f.remediation
+
+
+def test_stopped_receiver_that_the_source_would_refuse_is_not_told_to_start():
+    """A fresh-user trial found replication_stopped advising START REPLICA to a replica whose source purged what it
+    lacks: the start fails with 1236. It now says so and points at source_purged_required_gtids first."""
+    rep, ch = stopped(f"{S}:1-90")
+    findings = pair(rep, ch, horizon_source())
+    assert ids(findings) == ["replication_stopped", "source_purged_required_gtids"]
+    stop = one(findings, "replication_stopped")
+    assert stop.evidence["start_refused_with"] == "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS"
+    assert stop.remediation.startswith("Do not start the receiver yet: src would refuse it with "
+                                       "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS. First do what "
+                                       "source_purged_required_gtids on this channel says")
+    assert "causes" not in stop.remediation              # nothing else of this channel follows from the stop
+
+
+def test_stopped_applier_alone_relates_nothing():
+    """Only the applier stopped: the receiver runs, so nothing is attributed to a stopped receiver."""
+    rep = server("rep", R, version="9.7.4", executed=f"{S}:1-150")
+    findings = pair(rep, channel(f"{S}:120-150", f"{S}:1-150", sql="No"), horizon_source())
+    stop = one(findings, "replication_stopped")
+    assert stop.remediation == CHECKS["replication_stopped"].remediation
 
 
 def test_near_purge_horizon_registered():
@@ -380,6 +406,19 @@ def test_errant_whole_set_with_tags_and_attribution():
     assert f"SET GTID_NEXT='{R}:ops:7'; BEGIN; COMMIT;" in f.remediation
     assert f"SET GTID_NEXT='{R2}:5'; BEGIN; COMMIT;" in f.remediation
     assert f.remediation.count("BEGIN; COMMIT;") == 4
+
+def test_errant_remediation_commits_on_the_source_alone():
+    """The empty transactions go on the source (or its chain's top) only: they replicate to every replica,
+    and the servers that have them skip them. A fresh-user trial found the advice asking for them on the
+    source and on every replica as well, against the failover advice's "one of them is enough"."""
+    src = server("src", S, executed=f"{S}:1-100")
+    rep = server("rep", R, executed=f"{S}:1-100,{R}:1")
+    f = one(pair(rep, channel("", f"{S}:1-100"), src), "errant_transactions")
+    run_on = next(line for line in f.remediation.splitlines() if line.startswith("Run on "))
+    assert run_on.startswith("Run on src alone, or, if src itself replicates from another server, on the top of "
+                             "its chain instead")
+    assert run_on.endswith("Never on rep:")
+    assert "every other replica" not in f.remediation and "every replica" in f.remediation
 
 
 def test_errant_includes_retrieved():
@@ -513,6 +552,8 @@ def test_incomplete_tail_before_576(version, severity):
     f = one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail")
     assert f.severity is severity
     assert f.gtid_set == G(f"{S}:10")
+    assert "STOP SLAVE; RESET SLAVE" in f.remediation and "REPLICA" not in f.remediation    # its own statements
+    assert "5.7.6" not in f.remediation and "IO_THREAD" not in f.remediation
 
 
 def test_incomplete_tail_576_receiver_stopped_is_warning():
@@ -521,6 +562,20 @@ def test_incomplete_tail_576_receiver_stopped_is_warning():
     ch = channel(f"{S}:1-9", f"{S}:1-9", io="No", **COMPLETE_TAIL)
     f = one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail")
     assert f.severity is Severity.WARNING
+    assert f.remediation.startswith("Restart the receiver: START SLAVE IO_THREAD. MySQL 5.7.6 kept")
+    assert "RESET" not in f.remediation and "Before" not in f.remediation
+
+
+@pytest.mark.parametrize("version, statement", [("8.0.22", "START REPLICA IO_THREAD"), ("9.7.4", "START REPLICA IO_THREAD"),
+                                                (None, "From 5.7.6")])
+def test_incomplete_tail_remediation_is_the_replicas_own(version, statement):
+    """A fresh-user trial found "Before 5.7.6" advice on a 9.7.4 replica: the remediation now follows the replica's
+    version and terminology; only an unknown version gets the text for both eras."""
+    rep = server("rep", R, version=version, executed=f"{S}:1-9")
+    ch = channel(f"{S}:1-9", f"{S}:1-9", io="No", **COMPLETE_TAIL)
+    f = one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail")
+    assert statement in f.remediation
+    assert ("Before 5.7.6" in f.remediation) is (version is None)
 
 
 def test_incomplete_tail_576_receiver_running_is_nothing():
@@ -534,7 +589,9 @@ def test_incomplete_tail_gtid_in_retrieved_after_576_is_critical():
     """From 5.7.6 a dangling GTID that is nevertheless in Retrieved_Gtid_Set will not be fetched: critical."""
     rep = server("rep", R, version="8.0.36", executed=f"{S}:1-9")
     ch = channel(f"{S}:1-10", f"{S}:1-9", io="No", caught_up=False, **COMPLETE_TAIL)
-    assert one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail").severity is Severity.CRITICAL
+    f = one(pair(rep, ch, None, _tail("partial")), "incomplete_relay_log_tail")
+    assert f.severity is Severity.CRITICAL
+    assert "STOP REPLICA; RESET REPLICA" in f.remediation and "IO_THREAD" not in f.remediation   # a restart would not fetch it
 
 
 def test_complete_tail_is_nothing_on_old_servers():

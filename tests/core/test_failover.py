@@ -410,11 +410,13 @@ def test_salvage_never_names_binary_logs_that_no_longer_have_them():
 
 
 def test_errant_finding_gives_empty_transaction_sql_for_source_and_siblings():
-    """Salvageable errant GTIDs: the remediation has the empty-transaction SQL, to run on s and r2."""
+    """Salvageable errant GTIDs: the remediation has the empty-transaction SQL, to run on s while it is up (r2 gets
+    them from it), else on r2."""
     model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10,{R1}:1"), replica("r2", R2, 3, f"{S}:1-10")])
     (f,) = failover_findings(model)
     assert f"SET GTID_NEXT='{R1}:1'; BEGIN; COMMIT;" in f.remediation
-    assert "on r2, s (not on r1)" in f.remediation
+    assert ("commit empty transactions with these GTIDs on s while it is up, from which they replicate to every "
+            "sibling (those that have them skip them); once it is gone, on r2 each; never on r1:") in f.remediation
     assert f.evidence["errant_salvageable"] == f"{R1}:1" and f.evidence["errant_lost"] == ""
 
 
@@ -564,3 +566,48 @@ def test_a_candidate_behind_many_siblings_lists_ten_reasons_and_counts_the_rest(
                                          "ranked in failover_readiness")
     lines = f.evidence["siblings"].splitlines()
     assert len(lines) == MAX_REASONS + 1 and lines[-1] == "and 5 more sibling(s), each in failover_readiness"
+
+
+def _delayed(delay):
+    """A delayed replica that retrieved all of s's S:1-20 and applied none of it (SOURCE_DELAY ``delay``)."""
+    d = replica("delayed", R2, 3, "", f"{S}:1-20")
+    return dataclasses.replace(d, channel=dataclasses.replace(d.channel, sql_delay=delay))
+
+
+@pytest.mark.parametrize("delay", [300, 0, None])
+def test_delayed_replica_advice_names_its_source_delay(delay):
+    """A fresh-user trial found "promote orders-delayed" with no word of its SOURCE_DELAY, and orders-r1's advice
+    telling the refused delayed sibling to "catch up from orders-src first" in the failover where orders-src is gone.
+    The delayed replica holds S:1-10 (which r1 purged) in its relay log: applying it before the repoint is the fix,
+    with SOURCE_DELAY set to 0 first when it has one (named when read, a conditional step when unknown)."""
+    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"),
+                                                 _delayed(delay)])
+    best, r1 = model.candidates
+    assert best.candidate == "delayed" and best.verdict is Verdict.SAFE_AFTER_CATCH_UP
+    assert best.source_delay == delay
+    assert ("(SOURCE_DELAY = 300 s: set it to 0 first)" in best.reasons[0]) is (delay == 300)
+    d = sib(r1, "delayed")
+    assert d.result is SiblingResult.REFUSED and d.refused_missing == g(f"{S}:1-10")
+    assert d.relay_backlog == g(f"{S}:1-20") and d.source_delay == delay
+    [finding] = [f for f in failover_findings(model) if f.server == "r1"]
+    assert ("promote delayed (safe_after_catch_up) once it has applied its relay log: its SOURCE_DELAY of 300 s "
+            "must be set to 0 first." in finding.detail) is (delay == 300)
+    [step] = [line for line in finding.remediation.splitlines() if line.startswith("delayed lacks 10")]
+    assert "catch up from s" not in step
+    assert "delayed holds them in its relay log, which the repoint would throw away" in step
+    assert ("its SOURCE_DELAY is 300 s, so first, with its receiver still running: STOP REPLICA SQL_THREAD; CHANGE "
+            "REPLICATION SOURCE TO SOURCE_DELAY = 0; START REPLICA SQL_THREAD; then STOP REPLICA IO_THREAD; then wait"
+            in step) is (delay == 300)       # both threads stopped, the CHANGE would purge the relay log (9.7.4)
+    assert ("if it has a SOURCE_DELAY, first, with its receiver still running" in step) is (delay is None)
+    assert step.index("SOURCE_DELAY") < step.index("STOP REPLICA IO_THREAD") if delay != 0 else True
+    assert "SOURCE_DELAY" not in step if delay == 0 else True
+
+
+def test_refused_sibling_without_the_transactions_in_its_relay_log_catches_up_while_the_source_is_up():
+    """A refused sibling that does not hold what the candidate purged must get it from s while s is up, or be
+    reprovisioned after the promotion."""
+    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"),
+                                                 replica("r2", R2, 3, f"{S}:1-5", f"{S}:1-5", io="NO")])
+    [finding] = [f for f in failover_findings(model) if f.server == "r1"]
+    [step] = [line for line in finding.remediation.splitlines() if line.startswith("r2 lacks")]
+    assert "let r2 catch up from s while s is up (its receiver running), or plan to reprovision it from r1" in step
