@@ -109,7 +109,8 @@ def relate_to_stopped_receiver(findings: list[Finding]) -> list[Finding]:
     related = [f for f in findings if f.check_id in _CAUSED_BY_STOPPED_RECEIVER]
     if stopped is None or not related:
         return findings
-    names = ", ".join(f.check_id for f in related)
+    ids = [f.check_id for f in related]
+    names = ids[0] if len(ids) == 1 else f"{', '.join(ids[:-1])} and {ids[-1]}"
     out = []
     for f in findings:
         if f is stopped:

@@ -154,41 +154,36 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
         detail += (f" {lost.count()} of them are lost: in {pair.replica_name}'s gtid_purged only, no binary log "
                    f"holds them any more ({_short(lost, 120)}); promoted, {pair.replica_name} would refuse every "
                    "replica lacking them, and what they changed cannot be inspected: never promote it.")
-    where = _where_to_commit(pair)
+    source = pair.source_name or "the source"
     remediation = CHECKS["errant_transactions"].remediation
     if not shared_with:
-        remediation += f"\nRun on {where}. Never on {pair.replica_name}:\n" + empty_transaction_sql(errant)
+        remediation += (f"\nRun on {source} alone, never on {pair.replica_name}. {_HOW_THEY_SPREAD}\n"
+                        + empty_transaction_sql(errant))
     else:
         brought = errant - own_writes    # this channel brought them: they belong to this source's cluster
         if brought:
-            remediation += (f"\nFor the {brought.count()} GTID(s) this channel brought, run on {where}. Never on "
-                            f"{pair.replica_name}:\n" + empty_transaction_sql(brought))
+            remediation += (f"\nFor the {brought.count()} GTID(s) this channel brought, run on {source} alone, never "
+                            f"on {pair.replica_name}:\n" + empty_transaction_sql(brought))
         remediation += (
             f"\nThe {own_writes.count()} GTID(s) that came through none of {pair.replica_name}'s channels belong to "
-            f"whichever cluster's data they changed. Run the SQL below (never on {pair.replica_name}) on "
-            f"{where}, or, if they belong to another channel's data, on that channel's source instead (the top of "
-            "its chain likewise): "
+            f"whichever cluster's data they changed. Run the SQL below (never on {pair.replica_name}) on {source}, "
+            "or, if they belong to another channel's data, on that channel's source instead: "
             + ", ".join(f"{src} (channel {_channel(ch)})" for ch, src in sorted(shared_with.items()))
             + f". One source is enough: once one has them, {pair.replica_name} no longer counts them as errant on "
-            "any channel.\n" + empty_transaction_sql(own_writes))
+            f"any channel. {_HOW_THEY_SPREAD}\n" + empty_transaction_sql(own_writes))
     return [pair.order_dependent_finding(
         "errant_transactions", f"{pair.replica_name} has {errant.count()} errant transaction(s)",
         detail, gtid_set=errant, evidence=ev, remediation=remediation)]
 
 
-def _where_to_commit(pair: _Pair) -> str:
-    """Where the empty transactions of an errant_transactions remediation are committed: the source
-    alone, or the top of its chain when it replicates itself.
-
-    From there they replicate to every replica of the topology, and a server that has a GTID
-    already skips it (the applier's GTID auto-skip), the errant replica included; committing them
-    on each replica as well is not needed. On an intermediate source they would be errant there in
-    turn, against its own source. Proven on 9.7.4 by ``jobs.sandbox.scenarios.repair_errant``
-    (tests/sandbox/test_scenarios.py: a pair, and a chain repaired from its top)."""
-    source = pair.source_name or "the source"
-    return (f"{source} alone, or, if {source} itself replicates from another server, on the top of its chain "
-            "instead: they replicate from there to every replica, and each server that has them already (this "
-            "one included) skips them")
+#: Why an errant_transactions remediation commits its empty transactions on one source only.
+#: From there they replicate to every replica of the topology, and a server that has a GTID
+#: already skips it (the applier's GTID auto-skip), the errant replica included: committing them
+#: on each replica as well is not needed. On an intermediate source they would be errant there in
+#: turn, against its own source. Proven on 9.7.4 by ``jobs.sandbox.scenarios.repair_errant``
+#: (tests/sandbox/test_scenarios.py: a pair, and a chain repaired from its top).
+_HOW_THEY_SPREAD = ("They replicate from there to every replica, and each server that has them already skips them. "
+                    "If that source itself replicates from another server, run them on the top of its chain instead.")
 
 
 def _channel(name: str | None) -> str:
