@@ -150,7 +150,8 @@ def resolved_pairs(snapshots_df, channels_df):
     """One row per channel the collector resolved to a source (``channels.source_server``) whose
     replica is readable: ``source_server``, ``server``, ``channel_name``, ``channel`` (the
     channel's columns), ``replica`` (its snapshot without binary logs) and ``all_channels``
-    (every channel of the replica with its source's gtid_executed: multi-source replicas). Both
+    (every channel of the replica with its source's gtid_executed and the read instants of both:
+    multi-source replicas). Both
     the pair checks (:func:`pair_frame`) and the failover model (:func:`failover_frame`) read it:
     persist it."""
     from pyspark.sql import functions as F
@@ -160,11 +161,20 @@ def resolved_pairs(snapshots_df, channels_df):
     wanted = [c for c in audit_tasks._CHANNEL_COLUMNS if c in channels_df.columns]
     ch = channels_df.where(F.col("source_server").isNotNull()).select(
         "server", "channel_name", "source_server", F.struct(*wanted).alias("channel"))
-    src_exec = snapshots_df.select(F.col("server").alias("_s"), F.col("gtid_executed").alias("source_gtid_executed"))
-    every = (channels_df.select("server", "channel_name", "retrieved_gtid_set", "source_server")
+    def column(df, name, alias):     # a column an older table may lack: NULL, read as unknown
+        return (F.col(name) if name in df.columns else F.lit(None).cast("timestamp")).alias(alias)
+
+    # each channel's and its source's read instants: which channels' read order held, so that a
+    # multi-source replica's own writes are reported on one that confirms them (shared_errant_channel)
+    src_exec = snapshots_df.select(F.col("server").alias("_s"), F.col("gtid_executed").alias("source_gtid_executed"),
+                                   column(snapshots_df, "read_started_at", "source_read_started_at"),
+                                   column(snapshots_df, "read_at", "source_read_at"))
+    every = (channels_df.select("server", "channel_name", "retrieved_gtid_set", "source_server",
+                                column(channels_df, "read_at", "channel_read_at"))
              .join(src_exec, F.col("source_server") == F.col("_s"), "left")
              .groupBy("server")
-             .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_server", "source_gtid_executed"))
+             .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_server", "source_gtid_executed",
+                                          "channel_read_at", "source_read_started_at", "source_read_at"))
                   .alias("all_channels")))
     return (ch.join(every, "server", "left")
             .join(rep, F.col("server") == F.col("_rep"), "inner").drop("_rep"))

@@ -279,9 +279,15 @@ def _invalid_pair(pair: Mapping[str, Any], exc: Exception, *, source: str, chann
     reports the replica's own writes (FleetContext.shared_errant_channel), the detail says that
     those go unchecked on every channel until the value is fixed."""
     from gtid_core.checks import FleetContext
+    from gtid_core.errors import GtidCoreError
 
     row = _invalid(pair["replica"], exc, source=source, channel=channel)
-    if FleetContext(channel_sources=_channel_sources(pair)).shared_errant_channel == channel:
+    try:
+        confirmed = _confirmed_channels(pair, server_snapshot(pair["replica"]))
+    except GtidCoreError:      # the replica's own snapshot is what is invalid: its channels cannot be ordered
+        confirmed = None
+    if FleetContext(channel_sources=_channel_sources(pair),
+                    confirmed_channels=confirmed).shared_errant_channel == channel:
         row["detail"] += (" This channel also reports the replica's GTIDs that came through none of its channels "
                           "(errant_transactions): those go unchecked until this value is fixed.")
     return row
@@ -324,6 +330,27 @@ def _channel_sources(row: Mapping[str, Any]) -> dict[str, str] | None:
         return None
     return {c["channel_name"] or "": c["source_server"] for c in every
             if c.get("source_gtid_executed") is not None and c.get("source_server")}   # '' is a source without writes
+
+
+def _confirmed_channels(row: Mapping[str, Any], replica: Any) -> frozenset[str] | None:
+    """The channels of ``_channel_sources`` whose source was read after the replica
+    (``read_order`` held, from ``all_channels``' read instants): FleetContext.confirmed_channels
+    (None for a one-channel replica)."""
+    from gtid_core.checks import read_order
+    from gtid_core.snapshots import ChannelSnapshot, ServerSnapshot
+
+    every = row.get("all_channels") or []
+    if len(every) < 2:
+        return None
+    held = set()
+    for c in every:
+        if c.get("source_gtid_executed") is None or not c.get("source_server"):
+            continue
+        source = ServerSnapshot.from_rows({"read_at": c.get("source_read_at"),
+                                           "read_started_at": c.get("source_read_started_at")})
+        if read_order(replica, ChannelSnapshot.from_rows({"read_at": c.get("channel_read_at")}), source)[0] is True:
+            held.add(c["channel_name"] or "")
+    return frozenset(held)
 
 
 def _replica_group(row: Mapping[str, Any]):
@@ -515,7 +542,8 @@ def pair_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *,
             owners = registry if registry is not None else {
                 o["server_uuid"]: o["server"] for o in pair.get("uuid_owners") or ()}
             fleet = FleetContext(uuid_registry=owners, other_channels_gtids=_other_channels_gtids(pair, name),
-                                 channel_sources=_channel_sources(pair), replica_group=_replica_group(rep))
+                                 channel_sources=_channel_sources(pair), replica_group=_replica_group(rep),
+                                 confirmed_channels=_confirmed_channels(pair, replica))
             found = run_pair_checks(replica, channel, source, tail, fleet)
         except GtidCoreError as exc:
             yield "finding", _invalid_pair(pair, exc, source=src["server"], channel=name)

@@ -363,6 +363,7 @@ class MaintenanceSettings(_Frozen):
 
     after_run: bool = False   # opt-in: see docs/deployment.md, "Table maintenance"
     retention_days: dict[str, int | None] = Field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
+    retention_every_days: int = Field(default=7, ge=1, le=366)   # a table's old partitions go on its day of every N
     optimize: bool = True
     optimize_days: int = Field(default=3, ge=1, le=3660)   # partitions of the last N days are compacted
     zorder: dict[str, tuple[str, ...]] = Field(default_factory=lambda: dict(DEFAULT_ZORDER))

@@ -7,7 +7,13 @@ For every table of the warehouse, in one Spark session:
    defaults at creation (``jobs.delta_io.table_properties``). An unchanged property is not
    rewritten, so a steady night adds no commit for it.
 2. **Retention**: ``DELETE WHERE run_date < <date> - retention_days``. The predicate names only
-   the partition column, so Delta drops whole files without reading them.
+   the partition column, so Delta drops whole files without reading them. A table deletes on
+   **its own night, one in ``retention_every_days``** (:func:`_retention_day`, the night before
+   its VACUUM night), every partition past its retention at once: a DELETE costs about the same
+   whatever it drops, so a steady warehouse pays one a week per table, not one a night. On
+   another night it deletes only when a partition has waited the whole interval past its
+   retention (its own night did not run). A partition is thus kept ``retention_days`` to
+   ``retention_days + retention_every_days - 1`` days.
 3. **Compaction**: ``OPTIMIZE ... WHERE run_date IN (<the partitions of the last optimize_days
    days that hold two files or more below Delta's optimize.minFileSize>) ZORDER BY (<the columns
    the dashboards filter on>)``: a partition's small files (a rerun's beside the night's) become
@@ -192,6 +198,15 @@ def _vacuum_day(name: str, every_days: int) -> int:
     return sorted(all_tables()).index(name) % every_days
 
 
+def _retention_day(name: str, every_days: int) -> int:
+    """The day (``date.toordinal() % every_days``) on which table ``name`` deletes what is past its
+    retention: the night before its VACUUM night (:func:`_vacuum_day`). A VACUUM on the same night
+    would find the files the DELETE removed a week earlier just about ``deleted_file_retention_hours``
+    (a week by default) old, on one side of it or the other by the night's timing; a night later
+    they are a day past it, and the VACUUM of the table's next night deletes them."""
+    return (_vacuum_day(name, every_days) - 1) % every_days
+
+
 def _vacuum_due(spark, table, retention_hours: int, *, every_days: int = 1, on_its_day: bool = True) -> bool:
     """Whether VACUUM should run now: it could delete something, and it is the table's day.
 
@@ -349,11 +364,15 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
 
     days = settings.retention_days.get(name)
     if days is not None and "run_date" in schema.column_names:   # partitioned: whole files dropped
-        out.deleted_before = on - dt.timedelta(days=days)
-        cutoff = f"run_date < DATE'{out.deleted_before.isoformat()}'"
-        if spark.read.format("delta").load(uri).where(cutoff).limit(1).count():
+        every = settings.retention_every_days
+        before = on - dt.timedelta(days=days)
+        # on another night than its own, only a partition that has waited the whole interval
+        # (its own night did not run) makes the table delete now
+        due = before if on.toordinal() % every == _retention_day(name, every) else before - dt.timedelta(days=every - 1)
+        if spark.read.format("delta").load(uri).where(f"run_date < DATE'{due.isoformat()}'").limit(1).count():
+            out.deleted_before = before
             phase_started = time.monotonic()
-            table.delete(cutoff)
+            table.delete(f"run_date < DATE'{before.isoformat()}'")
             out.rows_deleted = _metric(table.history(1).selectExpr(
                 "cast(operationMetrics['numDeletedRows'] as bigint) AS n"), "n")
             out.phase_seconds["delete"] = time.monotonic() - phase_started

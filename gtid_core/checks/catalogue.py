@@ -108,7 +108,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "its group's own view changes are left out under group_replication_view_change_uuid; with "
           "AUTOMATIC before 8.3.0 they share the group name with its writes, whose GTIDs then give an info "
           "finding. A multi-source replica's own writes (through none of its channels) are reported once, "
-          "on its first channel by name.",
+          "on its first channel by name whose source was read after it (else its first by name).",
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover",
           "Check what the transactions changed. If they are harmless or wanted everywhere, commit empty "
           "transactions with these GTIDs on the source, or on the top of its chain when it replicates itself: they "

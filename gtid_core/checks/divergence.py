@@ -82,7 +82,9 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     A multi-source replica's GTIDs that came through none of its channels (in no channel's
     Retrieved_Gtid_Set and no channel source's gtid_executed: writes on the replica itself) are
     errant for each of its channels whose source was read, one and the same set. They are reported
-    once, on the first of those channels by name (``FleetContext.shared_errant_channel``); the other
+    once, on the first of those channels by name whose source was read after the replica, else the
+    first by name (``FleetContext.shared_errant_channel``), so that their severity is confirmed
+    whenever one channel's read order confirms them; the other
     channels leave them out and name that channel in their evidence when they report anything else.
     The remediation runs the empty transactions on that channel's source, and names the other
     sources that would do as well: once one source has them, the other channels count them as
@@ -147,7 +149,8 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
     if shared_with:
         detail += (f" {own_writes.count()} of them came through none of {pair.replica_name}'s channels (none of its "
                    f"sources has them): they are errant for each of its channels and reported on this one, the "
-                   "first by name.")
+                   + ("first by name whose source was read after the replica."
+                      if reporter in (pair.fleet.confirmed_channels or ()) else "first by name."))
     salvageable, lost = split_errant(pair.replica, errant)
     ev["errant_salvageable"], ev["errant_lost"] = _text(salvageable), _text(lost)
     if lost:

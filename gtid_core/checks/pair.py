@@ -136,8 +136,13 @@ class FleetContext:
     included when its source was read; ``None`` (or a single entry) for a one-channel replica. GTIDs
     that no channel brought (in no channel's Retrieved_Gtid_Set and no such source's
     gtid_executed: writes on the replica itself) are errant for every one of those channels
-    alike, and ``errant_transactions`` reports them on the first of them by name only
+    alike, and ``errant_transactions`` reports them on one of them only
     (:attr:`shared_errant_channel`).
+
+    ``confirmed_channels`` names the channels of ``channel_sources`` whose source was read after
+    the replica (:func:`read_order` held): the reporting channel is the first of those by name, so
+    that the replica's own writes are confirmed (critical) whenever one channel's order can confirm
+    them; None or empty: the first of ``channel_sources`` by name.
 
     ``replica_group`` is the replication group the replica is a member of (None when it is in
     none): its own view changes are not errant (:class:`ReplicaGroup`).
@@ -149,14 +154,17 @@ class FleetContext:
     other_channels_gtids: GtidSet | None = None
     replica_group: ReplicaGroup | None = None
     channel_sources: Mapping[str, str] | None = None
+    confirmed_channels: frozenset[str] | None = None
 
     @property
     def shared_errant_channel(self) -> str | None:
         """The channel that reports the errant GTIDs no channel brought: the first by name of
-        ``channel_sources`` (None for a one-channel replica, which reports everything)."""
+        ``channel_sources`` whose read order held (``confirmed_channels``), else the first by name
+        (None for a one-channel replica, which reports everything)."""
         if not self.channel_sources or len(self.channel_sources) < 2:
             return None
-        return min(self.channel_sources)
+        confirmed = [ch for ch in self.channel_sources if ch in (self.confirmed_channels or ())]
+        return min(confirmed or self.channel_sources)
 
     def owner_of(self, uuid: str) -> str | None:
         """The inventory name of the server owning ``uuid`` (case-insensitive), or None."""

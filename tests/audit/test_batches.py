@@ -122,6 +122,28 @@ def test_a_multi_source_replicas_own_write_is_reported_on_one_channel():
     assert "reported on this one" in out["billing"]["detail"] and "reported on this one" not in out["orders"]["detail"]
 
 
+def test_a_multi_source_replicas_own_write_is_reported_on_a_channel_whose_read_order_confirms_it():
+    """billing's source was read before the replica, orders' after it: the own write is reported once,
+    on 'orders' (the first channel by name whose order held), confirmed (critical), where 'billing',
+    first by name, could only have given an unconfirmed warning."""
+    import datetime as dt
+
+    at = dt.datetime(2026, 12, 3, 2, 0, 0)
+    osrc = {**snap("osrc", A, f"{A}:1-11"), "read_started_at": at + dt.timedelta(seconds=2),
+            "read_at": at + dt.timedelta(seconds=3)}
+    bsrc = {**snap("bsrc", B, f"{B}:1-5"), "read_started_at": at - dt.timedelta(seconds=2),
+            "read_at": at - dt.timedelta(seconds=1)}
+    replica = {**snap("r", C, f"{A}:1-11,{B}:1-5,{C}:1"), "read_started_at": at, "read_at": at}
+    rows = _two_channels(replica, osrc, bsrc)
+    for row in rows:
+        for c in row["pairs"][0]["all_channels"]:
+            src = osrc if c["source_server"] == "osrc" else bsrc
+            c.update(channel_read_at=at, source_read_started_at=src["read_started_at"], source_read_at=src["read_at"])
+    out = _errant_by_channel(rows)
+    assert {ch: (r["gtid_set"], r["severity"]) for ch, r in out.items()} == {"orders": (f"{C}:1", "critical")}
+    assert "the first by name whose source was read after the replica" in out["orders"]["detail"]
+
+
 def test_a_multi_source_candidates_own_write_is_left_to_its_errant_finding():
     """Promoting the two-channel replica in either topology would spread its own write; the failover
     advice gives SQL only for what that channel brought, and sends the own write to errant_transactions

@@ -71,7 +71,7 @@ def test_maintain_removes_old_partitions_compacts_and_vacuums(spark, tmp_path):
     time.sleep(1)  # VACUUM keeps files removed less than the retention (0 h here) ago, to the ms
 
     results = {r.table: r for r in maintain_tables(spark, config(tmp_path, deleted_file_retention_hours=0,
-                                                                 vacuum_every_days=1),
+                                                                 vacuum_every_days=1, retention_every_days=1),
                                                    on=ON, tables=["relay_log_tail", "findings"])}
 
     assert not any(r.error for r in results.values()), [r.line() for r in results.values()]
@@ -100,7 +100,7 @@ def test_the_report_tables_keep_thirteen_months_by_default(spark, tmp_path):
     for run_id, day in (("r-401", ON - dt.timedelta(days=401)), ("r-399", ON - dt.timedelta(days=399)), ("r-now", ON)):
         write_run_rows(spark, "report_pairs", [full_row("report_pairs", run_id=run_id, run_date=day)],
                        warehouse=wh, run_id=run_id)
-    [result] = maintain_tables(spark, config(tmp_path), on=ON, tables=["report_pairs"])
+    [result] = maintain_tables(spark, config(tmp_path, retention_every_days=1), on=ON, tables=["report_pairs"])
     assert not result.error, result.line()
     assert sorted(read_arrow(wh, "report_pairs").column("run_id").to_pylist()) == ["r-399", "r-now"]
     assert result.deleted_before == ON - dt.timedelta(days=400)
@@ -243,6 +243,50 @@ def test_a_table_is_vacuumed_on_its_own_night_or_when_what_it_can_delete_has_wai
     assert len(retained) >= 12 and max(Counter(_vacuum_day(name, 7) for name in retained).values()) <= 3
 
 
+def test_retention_deletes_on_the_tables_own_night_or_once_a_partition_has_waited_the_interval(spark, tmp_path):
+    """With ``retention_every_days: 7`` (the default) relay_log_tail (14 days) keeps its partitions 15 and 16
+    days old on another night than its own, and deletes both on its own night (one DELETE for both); on
+    another night a partition 21 days old (14 + 7: its own night was missed) is deleted at once, with every
+    partition past the 14 days. The retained tables' retention nights are spread over the week like their
+    VACUUM nights, each the night before its table's VACUUM night."""
+    from jobs.config import DEFAULT_RETENTION_DAYS
+    from jobs.maintain import _retention_day, _vacuum_day
+
+    its_day = next(ON + dt.timedelta(days=k) for k in range(7)
+                   if (ON + dt.timedelta(days=k)).toordinal() % 7 == _retention_day("relay_log_tail", 7))
+    other_day = its_day + dt.timedelta(days=1)
+    weekly = config(tmp_path, vacuum=False, optimize=False)
+    assert weekly.maintenance.retention_every_days == 7
+
+    def partitions():
+        return sorted(set(read_arrow(str(tmp_path), "relay_log_tail").column("run_id").to_pylist()))
+
+    for age in (15, 16, 3):
+        write_run_rows(spark, "relay_log_tail", relay_rows(f"r-{age}", other_day - dt.timedelta(days=age)),
+                       warehouse=str(tmp_path), run_id=f"r-{age}")
+    [kept] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
+    assert (kept.error, kept.deleted_before, kept.rows_deleted) == (None, None, 0), kept.line()
+    assert partitions() == ["r-15", "r-16", "r-3"] and "kept" in kept.line()
+
+    next_own = its_day + dt.timedelta(days=7)      # the partitions are a week older there: 21, 22 and 9 days
+    [deleted] = maintain_tables(spark, weekly, on=next_own, tables=["relay_log_tail"])
+    assert deleted.deleted_before == next_own - dt.timedelta(days=14) and deleted.rows_deleted == 6, deleted.line()
+    assert partitions() == ["r-3"]
+
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-missed", other_day - dt.timedelta(days=21)),
+                   warehouse=str(tmp_path), run_id="r-missed")
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-15b", other_day - dt.timedelta(days=15)),
+                   warehouse=str(tmp_path), run_id="r-15b")
+    [overdue] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
+    assert overdue.deleted_before == other_day - dt.timedelta(days=14) and overdue.rows_deleted == 6, overdue.line()
+    assert partitions() == ["r-3"]
+
+    retained = [name for name, days in DEFAULT_RETENTION_DAYS.items() if days is not None]
+    assert max(Counter(_retention_day(name, 7) for name in retained).values()) <= 3
+    assert all(_retention_day(name, 7) == (_vacuum_day(name, 7) - 1) % 7 for name in retained)
+    assert all(_retention_day(name, 1) == 0 for name in retained)      # every night with 1
+
+
 def test_a_shorter_retention_vacuums_what_the_last_vacuum_kept(spark, tmp_path, monkeypatch):
     """The last VACUUM ran with a week's retention and kept a file removed just before it; once
     the retention is lowered to zero, the next maintenance vacuums (the window of the last
@@ -374,7 +418,8 @@ def test_retention_applies_to_the_clustered_one_row_a_night_tables(spark, tmp_pa
         write_run_rows(spark, "runs", [full_row("runs", run_id=run_id, run_date=day)], warehouse=wh, run_id=run_id)
     assert DeltaTable(str(tmp_path / "runs")).metadata().partition_columns == []
 
-    [result] = maintain_tables(spark, config(tmp_path, retention_days={"runs": 30}), on=ON, tables=["runs"])
+    [result] = maintain_tables(spark, config(tmp_path, retention_days={"runs": 30}, retention_every_days=1), on=ON,
+                               tables=["runs"])
 
     assert result.error is None, result.line()
     assert sorted(read_arrow(wh, "runs").column("run_id").to_pylist()) == ["r-new", "r-now"]

@@ -464,6 +464,27 @@ def test_a_multi_source_replicas_own_writes_are_reported_on_its_first_channel_on
     assert "errant_transactions" not in ids(pair(rep, channel(f"{S}:1-10", Channel_Name="b_second"), src, fleet=second))
 
 
+@pytest.mark.parametrize("confirmed, reporter", [(frozenset({"b_second"}), "b_second"), (frozenset(), "a_first"),
+                                                 (None, "a_first"), (frozenset({"a_first", "b_second"}), "a_first")])
+def test_own_writes_are_reported_on_the_first_channel_whose_read_order_confirms_them(confirmed, reporter):
+    """The reporting channel is the first by name whose source was read after the replica, else the first by name:
+    a replica whose 'a_first' source was read before it (unconfirmed there) has its own writes reported, confirmed,
+    on 'b_second'; exactly one channel reports them whatever the read orders."""
+    src = server("src", S, executed=f"{S}:1-10")
+    rep = server("rep", R, executed=f"{S}:1-10,{X}:1-7,{R}:1-2")
+    reported = []
+    for name, other_source in (("a_first", "xsrc"), ("b_second", "xsrc")):
+        sources = {"a_first": "src", "b_second": other_source} if name == "a_first" else \
+            {"a_first": other_source, "b_second": "src"}
+        fleet = FleetContext(uuid_registry={}, other_channels_gtids=G(f"{X}:1-7"), channel_sources=sources,
+                             confirmed_channels=confirmed)
+        assert fleet.shared_errant_channel == reporter
+        found = [f for f in pair(rep, channel(f"{S}:1-10", Channel_Name=name), src, fleet=fleet)
+                 if f.check_id == "errant_transactions"]
+        reported += [(name, f.gtid_set) for f in found]
+    assert reported == [(reporter, G(f"{R}:1-2"))]
+
+
 # ---------------------------------------------------------------- a replica group's own view changes (issue #22)
 
 GN = "a1b2c3d4-0000-4000-8000-00000000000a"    # the replica group's name
