@@ -908,7 +908,7 @@ FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i
           "Fix the findings it names first. Then make one candidate safe before it is needed: start stopped "
           "receivers so a replica catches up, fix a failed applier, apply to the best-ranked candidate the "
           "transactions only a sibling has, neutralise errant transactions with empty transactions on the "
-          "source (or the top of its chain), from which they replicate, enable log_replica_updates. The "
+          "source (or the top of its chain), from which they replicate; enable log_replica_updates. The "
           "failover_readiness table ranks the "
           "candidates by cost and lists each set.", version=2),
     _info("failover_candidate_unsafe", Severity.WARNING, "pair",
@@ -977,15 +977,19 @@ def _apply_relay_log(channel: str, delay: int | None, *, stop_receiver: bool) ->
 
     The delay is changed while the receiver still runs (only the applier stopped): with both
     threads stopped, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0 purges the relay logs (observed on
-    9.7.4, docs/failover.md "What the procedure taught"), and with them what was to be applied."""
+    9.7.4, docs/failover.md "What the procedure taught"), and with them what was to be applied. A
+    stopped receiver is started first: one that cannot reach its (failed) source keeps retrying,
+    Replica_IO_Running = Connecting, a running thread."""
     ch = f" FOR CHANNEL '{channel}'" if channel else ""
+    running = (f"with its receiver running (if it is stopped, START REPLICA IO_THREAD{ch} first; one still trying to "
+               "connect counts)")
+    undelay = (f"STOP REPLICA SQL_THREAD{ch}; CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0{ch}; START REPLICA "
+               f"SQL_THREAD{ch}")
     steps = []
     if delay:
-        steps.append(f"its SOURCE_DELAY is {delay} s, so first, with its receiver still running: STOP REPLICA "
-                     f"SQL_THREAD{ch}; CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0{ch}; START REPLICA SQL_THREAD{ch}")
+        steps.append(f"its SOURCE_DELAY is {delay} s, so first, {running}: {undelay}")
     elif delay is None:
-        steps.append(f"if it has a SOURCE_DELAY, first, with its receiver still running: STOP REPLICA SQL_THREAD{ch}; "
-                     f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0{ch}; START REPLICA SQL_THREAD{ch}")
+        steps.append(f"if it has a SOURCE_DELAY, first, {running}: {undelay}")
     if stop_receiver:
         steps.append(f"STOP REPLICA IO_THREAD{ch}")
     steps.append("wait until its applier has applied the relay log (Replica_SQL_Running_State: 'Replica has read "
@@ -1195,7 +1199,9 @@ def _advice(model: FailoverModel) -> str:
     best = model.candidates[0]
     if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and best.source_delay and best.pending_relay:
         return (f"If {model.source} fails, promote {best.candidate} ({best.verdict}) once it has applied its relay "
-                f"log: its SOURCE_DELAY of {best.source_delay} s must be set to 0 first.")
+                f"log: its SOURCE_DELAY of {best.source_delay} s must be set to 0 first, with its receiver running "
+                "(STOP REPLICA SQL_THREAD, CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0, START REPLICA SQL_THREAD; "
+                "with both threads stopped the CHANGE discards the relay log).")
     if best.verdict in (Verdict.SAFE, Verdict.SAFE_AFTER_CATCH_UP):
         return f"If {model.source} fails, promote {best.candidate} ({best.verdict})."
     if best.verdict is Verdict.UNDETERMINED:

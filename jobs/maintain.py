@@ -200,8 +200,8 @@ def _vacuum_day(name: str, every_days: int) -> int:
 
 def _retention_day(name: str, every_days: int) -> int:
     """The day (``date.toordinal() % every_days``) on which table ``name`` deletes what is past its
-    retention: the night before its VACUUM night (:func:`_vacuum_day`). A VACUUM on the same night
-    would find the files the DELETE removed a week earlier just about ``deleted_file_retention_hours``
+    retention: the night before its VACUUM night (:func:`_vacuum_day`) when both intervals are the
+    same. A VACUUM on the same night would find the files the DELETE removed a week earlier just about ``deleted_file_retention_hours``
     (a week by default) old, on one side of it or the other by the night's timing; a night later
     they are a day past it, and the VACUUM of the table's next night deletes them."""
     return (_vacuum_day(name, every_days) - 1) % every_days

@@ -111,7 +111,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "on its first channel by name whose source was read after it (else its first by name).",
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover",
           "Check what the transactions changed. If they are harmless or wanted everywhere, commit empty "
-          "transactions with these GTIDs on the source, or on the top of its chain when it replicates itself: they "
+          "transactions with these GTIDs on the source, or on the top of its chain when the source is itself a replica: they "
           "replicate to every replica, and the servers that have them skip them (SQL in the finding); "
           "if they must not exist, reprovision the replica.",
           version=4),  # v2: unconfirmed (warning) when the replica was not read before its source;

@@ -111,14 +111,17 @@ def relate_to_stopped_receiver(findings: list[Finding]) -> list[Finding]:
         return findings
     ids = [f.check_id for f in related]
     names = ids[0] if len(ids) == 1 else f"{', '.join(ids[:-1])} and {ids[-1]}"
+    refused = stopped.evidence.get("start_refused_with")
     out = []
     for f in findings:
         if f is stopped:
             f = replace(f, remediation=f"{f.remediation}\nThe same stopped receiver causes {names} on this channel: "
                                        "starting it serves them too (their own steps first, if they give any).")
         elif f.check_id in _CAUSED_BY_STOPPED_RECEIVER:
+            tail = (f" But the source would refuse that receiver now ({refused}): resolve what replication_stopped "
+                    "names first." if refused else "")
             f = replace(f, remediation=f"{f.remediation}\n{_CAUSED_BY_STOPPED_RECEIVER[f.check_id]} "
-                                       "(replication_stopped on this channel): one action for both findings.")
+                                       f"(replication_stopped on this channel): one action for both findings.{tail}")
         out.append(f)
     return out
 

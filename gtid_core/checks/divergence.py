@@ -186,7 +186,10 @@ def check_errant_transactions(pair: _Pair) -> list[Finding]:
 #: turn, against its own source. Proven on 9.7.4 by ``jobs.sandbox.scenarios.repair_errant``
 #: (tests/sandbox/test_scenarios.py: a pair, and a chain repaired from its top).
 _HOW_THEY_SPREAD = ("They replicate from there to every replica, and each server that has them already skips them. "
-                    "If that source itself replicates from another server, run them on the top of its chain instead.")
+                    "If that source is itself a replica, run them on the top of its chain instead (in a replication "
+                    "group, on its primary). A replica behind an intermediate without log_replica_updates, or a "
+                    "stopped or delayed one, gets them late or not at all: check each with SELECT GTID_SUBSET('<the "
+                    "set>', @@GLOBAL.gtid_executed).")
 
 
 def _channel(name: str | None) -> str:

@@ -302,10 +302,14 @@ class _Pair:
         kw["evidence"] = {**self.read_evidence(), **dict(kw.get("evidence") or {})}
         remediation = kw.get("remediation")
         remediation = CHECKS[check_id].remediation if remediation is None else remediation
-        if self.channel_name and _REPLICA_STATEMENT.search(remediation):
-            kw["remediation"] = (f"{remediation}\nThis channel is named '{self.channel_name}': add FOR CHANNEL "
-                                 f"'{self.channel_name}' to each START, STOP or RESET REPLICA and CHANGE REPLICATION "
-                                 "SOURCE TO statement above.")
+        multi_source = self.fleet.other_channels_gtids is not None or len(self.fleet.channel_sources or ()) > 1
+        if _REPLICA_STATEMENT.search(remediation) and (self.channel_name or multi_source):
+            # on a multi-source replica a statement without FOR CHANNEL acts on every channel: a
+            # RESET REPLICA would throw away the other channels' relay logs too
+            why = (f"This channel is named '{self.channel_name}'" if self.channel_name else
+                   f"{self.replica_name} has other channels, and without FOR CHANNEL a statement acts on all of them")
+            kw["remediation"] = (f"{remediation}\n{why}: add FOR CHANNEL '{self.channel_name or ''}' to each START, "
+                                 "STOP or RESET REPLICA and CHANGE REPLICATION SOURCE TO statement above.")
         return _finding(check_id, self.replica_name, title, detail, source=self.source_name,
                         channel=self.channel_name, **kw)
 

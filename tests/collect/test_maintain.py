@@ -261,16 +261,16 @@ def test_retention_deletes_on_the_tables_own_night_or_once_a_partition_has_waite
     def partitions():
         return sorted(set(read_arrow(str(tmp_path), "relay_log_tail").column("run_id").to_pylist()))
 
-    for age in (15, 16, 3):
+    for age in (15, 16, 20, 3):        # 20: one night short of the interval (14 + 7 - 1), still waits for its night
         write_run_rows(spark, "relay_log_tail", relay_rows(f"r-{age}", other_day - dt.timedelta(days=age)),
                        warehouse=str(tmp_path), run_id=f"r-{age}")
     [kept] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert (kept.error, kept.deleted_before, kept.rows_deleted) == (None, None, 0), kept.line()
-    assert partitions() == ["r-15", "r-16", "r-3"] and "kept" in kept.line()
+    assert partitions() == ["r-15", "r-16", "r-20", "r-3"] and "kept" in kept.line()
 
     next_own = its_day + dt.timedelta(days=7)      # the partitions are a week older there: 21, 22 and 9 days
     [deleted] = maintain_tables(spark, weekly, on=next_own, tables=["relay_log_tail"])
-    assert deleted.deleted_before == next_own - dt.timedelta(days=14) and deleted.rows_deleted == 6, deleted.line()
+    assert deleted.deleted_before == next_own - dt.timedelta(days=14) and deleted.rows_deleted == 9, deleted.line()
     assert partitions() == ["r-3"]
 
     write_run_rows(spark, "relay_log_tail", relay_rows("r-missed", other_day - dt.timedelta(days=21)),

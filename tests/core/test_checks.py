@@ -292,6 +292,18 @@ def test_stopped_receiver_that_the_source_would_refuse_is_not_told_to_start():
     assert "causes" not in stop.remediation              # nothing else of this channel follows from the stop
 
 
+def test_a_multi_source_replicas_default_channel_gets_for_channel_too():
+    """On a multi-source replica a statement without FOR CHANNEL acts on every channel (a RESET REPLICA would throw
+    away the other channels' relay logs): the default channel's remediation asks for FOR CHANNEL '' as well; a
+    one-channel replica's does not."""
+    rep, ch = stopped(f"{S}:1-150:t1:1-2", retrieved=f"{S}:120-150")
+    multi = FleetContext(uuid_registry={}, other_channels_gtids=G(f"{X}:1-7"))
+    stop = one(pair(rep, ch, horizon_source(), fleet=multi), "replication_stopped")
+    assert "rep has other channels, and without FOR CHANNEL a statement acts on all of them: add FOR CHANNEL ''" \
+        in stop.remediation
+    assert "FOR CHANNEL" not in one(pair(rep, ch, horizon_source()), "replication_stopped").remediation
+
+
 def test_stopped_applier_alone_relates_nothing():
     """Only the applier stopped: the receiver runs, so nothing is attributed to a stopped receiver."""
     rep = server("rep", R, version="9.7.4", executed=f"{S}:1-150")
@@ -415,9 +427,10 @@ def test_errant_remediation_commits_on_the_source_alone():
     rep = server("rep", R, executed=f"{S}:1-100,{R}:1")
     f = one(pair(rep, channel("", f"{S}:1-100"), src), "errant_transactions")
     run_on = next(line for line in f.remediation.splitlines() if line.startswith("Run on "))
-    assert run_on == ("Run on src alone, never on rep. They replicate from there to every replica, and each server "
-                      "that has them already skips them. If that source itself replicates from another server, run "
-                      "them on the top of its chain instead.")
+    assert run_on.startswith("Run on src alone, never on rep. They replicate from there to every replica, and each "
+                             "server that has them already skips them. If that source is itself a replica, run them on "
+                             "the top of its chain instead")
+    assert run_on.endswith("check each with SELECT GTID_SUBSET('<the set>', @@GLOBAL.gtid_executed).")
     assert "every other replica" not in f.remediation
 
 

@@ -591,14 +591,15 @@ def test_delayed_replica_advice_names_its_source_delay(delay):
     assert d.relay_backlog == g(f"{S}:1-20") and d.source_delay == delay
     [finding] = [f for f in failover_findings(model) if f.server == "r1"]
     assert ("promote delayed (safe_after_catch_up) once it has applied its relay log: its SOURCE_DELAY of 300 s "
-            "must be set to 0 first." in finding.detail) is (delay == 300)
+            "must be set to 0 first, with its receiver running" in finding.detail) is (delay == 300)
     [step] = [line for line in finding.remediation.splitlines() if line.startswith("delayed lacks 10")]
     assert "catch up from s" not in step
     assert "delayed holds them in its relay log, which the repoint would throw away" in step
-    assert ("its SOURCE_DELAY is 300 s, so first, with its receiver still running: STOP REPLICA SQL_THREAD; CHANGE "
-            "REPLICATION SOURCE TO SOURCE_DELAY = 0; START REPLICA SQL_THREAD; then STOP REPLICA IO_THREAD; then wait"
+    assert ("its SOURCE_DELAY is 300 s, so first, with its receiver running (if it is stopped, START REPLICA "
+            "IO_THREAD first; one still trying to connect counts): STOP REPLICA SQL_THREAD; CHANGE REPLICATION SOURCE "
+            "TO SOURCE_DELAY = 0; START REPLICA SQL_THREAD; then STOP REPLICA IO_THREAD; then wait"
             in step) is (delay == 300)       # both threads stopped, the CHANGE would purge the relay log (9.7.4)
-    assert ("if it has a SOURCE_DELAY, first, with its receiver still running" in step) is (delay is None)
+    assert ("if it has a SOURCE_DELAY, first, with its receiver running" in step) is (delay is None)
     assert step.index("SOURCE_DELAY") < step.index("STOP REPLICA IO_THREAD") if delay != 0 else True
     assert "SOURCE_DELAY" not in step if delay == 0 else True
 
