@@ -294,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="maintenance.log_retention_days (delta.logRetentionDuration) instead of the production "
                         "default of 30")
     args = p.parse_args(argv)
+    try:
+        import time_machine  # noqa: F401 - each night's driver needs it; fail here, not after night 1's fleet
+    except ImportError:
+        print("nights.py needs time-machine (the bench extra): pip install -e '.[bench]' (or make bench)",
+              file=sys.stderr)
+        return 2
     if args.log_retention_days is not None and args.log_retention_days < 1:
         p.error(f"--log-retention-days must be at least 1, not {args.log_retention_days!r}")
     if args.nights < 1:
