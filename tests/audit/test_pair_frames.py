@@ -169,3 +169,19 @@ def test_the_two_passes_give_what_one_pass_over_the_whole_source_gives(frames):
     assert [(f["check_id"], f["server"]) for f in spark_out["finding"] if f["source"] == "src3"] == [
         ("snapshot_invalid", "p1")]
     assert not [r for r in spark_out["readiness"] if r["source"] == "src3"]
+
+
+def test_every_channel_of_a_pair_carries_its_own_and_its_sources_read_instants(frames):
+    """all_channels carries each channel's read instant and its source's (start and end): what
+    _confirmed_channels orders a multi-source replica's channels by. A column misnamed on the Spark
+    side would arrive as NULL and silently fall back to "first by name"; here each is the row's own."""
+    from jobs.audit import resolved_pairs
+
+    snaps, channels, _ = frames
+    rows = {r["server"]: r.asDict(recursive=True) for r in resolved_pairs(snaps, channels).collect()}
+    at = AT.astimezone().replace(tzinfo=None)      # collect() hands timestamps back naive, in local time
+    [entry] = rows["q1"]["all_channels"]
+    assert entry["source_server"] == "src2" and entry["channel_read_at"] is None   # the channel row has none
+    assert entry["source_read_started_at"] == entry["source_read_at"] == at            # src2 was read at AT
+    [entry] = rows["r2"]["all_channels"]
+    assert (entry["source_server"], entry["source_read_started_at"]) == ("src", at)
