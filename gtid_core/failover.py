@@ -1119,9 +1119,15 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
                      "commit them on these siblings as well.")
         steps.append(text)
     if any(s.other_channels for s in c.siblings if s.result is not SiblingResult.REFUSED):
-        steps.append(f"{c.candidate} replicates from other sources too: promote it only if every sibling may "
-                     "receive those sources' data, or stop and remove its other channels first "
-                     "(STOP REPLICA FOR CHANNEL, RESET REPLICA ALL FOR CHANNEL) and replicate them elsewhere.")
+        spread = GtidSet.EMPTY
+        for s in c.siblings:
+            if s.result is not SiblingResult.REFUSED and s.other_channels:
+                spread = spread | s.other_channels
+        steps.append(f"{c.candidate} replicates from other sources too: the {spread.count()} GTID(s) it applied "
+                     f"from them ({_short(spread)}) are in its gtid_executed and binary logs, and every sibling "
+                     "repointed to it receives them; removing its other channels does not take them back, it only "
+                     "stops more from coming. Promote it only if every sibling may receive that data; otherwise "
+                     "prefer another candidate.")
     for s in c.refused:
         if s.already_refused:
             continue

@@ -540,8 +540,8 @@ class Fleet:
         workdir = Path(workdir).resolve()
         path = workdir / STATE_FILE
         if not path.exists():
-            raise FleetNotFoundError(f"no sandbox state file {str(path)!r}: no fleet was brought up in "
-                                     f"{str(workdir)!r}")
+            raise FleetNotFoundError(f"no sandbox fleet in {str(workdir)!r} (no {STATE_FILE}): none was brought "
+                                     "up there, or it was removed (the demo removes its fleet unless --keep)")
         try:
             state = json.loads(path.read_text())
             dist = MySQLDist(root=Path(state["dist"]["root"]), version=state["dist"]["version"],

@@ -612,3 +612,16 @@ def test_refused_sibling_without_the_transactions_in_its_relay_log_catches_up_wh
     [finding] = [f for f in failover_findings(model) if f.server == "r1"]
     [step] = [line for line in finding.remediation.splitlines() if line.startswith("r2 lacks")]
     assert "let r2 catch up from s while s is up (its receiver running), or plan to reprovision it from r1" in step
+
+
+def test_a_multi_source_candidates_applied_other_channel_gtids_spread_whatever_is_done_with_its_channels():
+    """A fresh-user trial found "stop and remove its other channels first" offered as a way to promote a
+    multi-source replica: what it already applied from them stays in its gtid_executed and binary logs and
+    reaches every repointed sibling anyway. The advice says so, with the set."""
+    model = model_failover(source(), [replica("r1", R1, 2, f"{S}:1-10"),
+                                      replica("r2", R2, 3, f"{S}:1-10,{X}:1-5", other=f"{X}:1-5")])
+    [finding] = failover_findings(model)
+    assert (f"the 5 GTID(s) it applied from them ({X}:1-5) are in its gtid_executed and binary logs, and every "
+            "sibling repointed to it receives them; removing its other channels does not take them back") \
+        in finding.remediation
+    assert "stop and remove its other channels first" not in finding.remediation
