@@ -99,7 +99,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from gtid_core.checks.catalogue import CheckInfo
+from gtid_core.checks.catalogue import CheckInfo, _all_of
 from gtid_core.checks.divergence import split_errant
 from gtid_core.checks.pair import read_order, replica_executed
 from gtid_core.findings import Finding, Severity, empty_transaction_sql
@@ -997,11 +997,6 @@ def _apply_relay_log(channel: str, delay: int | None, *, stop_receiver: bool) ->
     return "; then ".join(steps)
 
 
-def _all_of(names: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def _names_text(names: Sequence[str]) -> str:
     """'a', 'a or b', 'a, b or c'."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
@@ -1118,11 +1113,11 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
                      f"to run it on ({model.source} only if they belong to its data): one of them is enough; do not "
                      "commit them on these siblings as well.")
         steps.append(text)
-    if any(s.other_channels for s in c.siblings if s.result is not SiblingResult.REFUSED):
-        spread = GtidSet.EMPTY
-        for s in c.siblings:
-            if s.result is not SiblingResult.REFUSED and s.other_channels:
-                spread = spread | s.other_channels
+    spread = GtidSet.EMPTY      # the other channels' GTIDs that would reach the siblings that stream
+    for s in c.siblings:
+        if s.result is not SiblingResult.REFUSED and s.other_channels:
+            spread = spread | s.other_channels
+    if spread:
         steps.append(f"{c.candidate} replicates from other sources too: the {spread.count()} GTID(s) it applied "
                      f"from them ({_short(spread)}) are in its gtid_executed and binary logs, and every sibling "
                      "repointed to it receives them; removing its other channels does not take them back, it only "

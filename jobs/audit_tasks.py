@@ -328,8 +328,13 @@ def _channel_sources(row: Mapping[str, Any]) -> dict[str, str] | None:
     every = row.get("all_channels") or []
     if len(every) < 2:
         return None
-    return {c["channel_name"] or "": c["source_server"] for c in every
-            if c.get("source_gtid_executed") is not None and c.get("source_server")}   # '' is a source without writes
+    return {c["channel_name"] or "": c["source_server"] for c in every if _source_was_read(c)}
+
+
+def _source_was_read(channel: Mapping[str, Any]) -> bool:
+    """An ``all_channels`` entry whose source was read: its gtid_executed known ('' is a source
+    without writes) and named."""
+    return channel.get("source_gtid_executed") is not None and bool(channel.get("source_server"))
 
 
 def _confirmed_channels(row: Mapping[str, Any], replica: Any) -> frozenset[str] | None:
@@ -343,9 +348,7 @@ def _confirmed_channels(row: Mapping[str, Any], replica: Any) -> frozenset[str] 
     if len(every) < 2:
         return None
     held = set()
-    for c in every:
-        if c.get("source_gtid_executed") is None or not c.get("source_server"):
-            continue
+    for c in filter(_source_was_read, every):
         source = ServerSnapshot.from_rows({"read_at": c.get("source_read_at"),
                                            "read_started_at": c.get("source_read_started_at")})
         if read_order(replica, ChannelSnapshot.from_rows({"read_at": c.get("channel_read_at")}), source)[0] is True:

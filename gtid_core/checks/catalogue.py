@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from gtid_core.findings import Finding, Severity
 from gtid_core.gtid_set import GtidSet
@@ -338,6 +338,11 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
 # --------------------------------------------------------------------------------------------
 # Helpers every check makes its findings with
 # --------------------------------------------------------------------------------------------
+
+def _all_of(names: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
 
 def _text(s: GtidSet | None) -> str | None:
     return s.to_text(multiline=False) if s is not None else None

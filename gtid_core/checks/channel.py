@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from gtid_core.checks.catalogue import _all_of
 from gtid_core.checks.pair import _Pair
 from gtid_core.findings import Finding
 from gtid_core.reconnect import ReconnectKind
@@ -109,8 +110,7 @@ def relate_to_stopped_receiver(findings: list[Finding]) -> list[Finding]:
     related = [f for f in findings if f.check_id in _CAUSED_BY_STOPPED_RECEIVER]
     if stopped is None or not related:
         return findings
-    ids = [f.check_id for f in related]
-    names = ids[0] if len(ids) == 1 else f"{', '.join(ids[:-1])} and {ids[-1]}"
+    names = _all_of([f.check_id for f in related])
     refused = stopped.evidence.get("start_refused_with")
     out = []
     for f in findings:
