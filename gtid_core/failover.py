@@ -113,6 +113,8 @@ from gtid_core.reconnect import (
     simulate_auto_position_reconnect,
 )
 from gtid_core.snapshots import ChannelSnapshot, ServerSnapshot
+from gtid_core.syntax import in_syntax_of
+from gtid_core.versions import MySQLVersion
 
 __all__ = [
     "CandidateAssessment",
@@ -280,6 +282,7 @@ class SiblingOutcome:
     relay_backlog: GtidSet | None = None        # T retrieved, not applied (its relay log); None for S or unknown
     channel: str = ""                           # T's channel from S ('' for S itself or the default channel)
     source_delay: int | None = None             # T's SOURCE_DELAY (SQL_Delay) on that channel; None: unknown
+    version: MySQLVersion | None = None         # T's version: the words of the statements it is given
 
     @property
     def offers(self) -> GtidSet:
@@ -332,6 +335,7 @@ class CandidateAssessment:
     derived: bool = False                       # every reason follows from one of ``causes``
     unconfirmed: bool = False                   # unsafe only by errant GTIDs the read order does not confirm
     source_delay: int | None = None             # its SOURCE_DELAY (SQL_Delay) on this channel; None: unknown
+    version: MySQLVersion | None = None         # its version: the words of the statements it is given
 
     def _union(self, attr: str) -> GtidSet:
         out = GtidSet.EMPTY
@@ -558,7 +562,7 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
             relay_backlog=(t_holds - t_set if sibling is not None and t_holds is not None and t_set is not None
                            else None),
             channel=sibling.channel.channel_name if sibling is not None else "",
-            source_delay=sibling.channel.sql_delay if sibling is not None else None,
+            source_delay=sibling.channel.sql_delay if sibling is not None else None, version=t_server.version,
             other_channels=other if result is not SiblingResult.REFUSED else GtidSet.EMPTY if other is not None
             else None, **kw)
 
@@ -758,7 +762,8 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
             if pending:
                 delay = candidate.channel.sql_delay
                 reasons.append(f"must first apply {pending.count()} retrieved transaction(s) from its relay log"
-                               + (f" (SOURCE_DELAY = {delay} s: set it to 0 first)" if delay else ""))
+                               + (in_syntax_of(f" (SOURCE_DELAY = {delay} s: set it to 0 first)",
+                                               candidate.server.version) if delay else ""))
             if in_flight:
                 reasons.append(f"its running receiver is still fetching {in_flight.count()} transaction(s) "
                                f"a sibling already has")
@@ -771,6 +776,7 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         siblings=tuple(siblings), promoted_gtid_executed=r_after,
         other_channels=candidate.other_channels_gtids, errant_confirmed=order_held,
         causes=causes, derived=derived, unconfirmed=unconfirmed, source_delay=candidate.channel.sql_delay,
+        version=candidate.server.version,
         errant_own=(errant - (candidate.channel.retrieved_gtid_set or GtidSet.EMPTY)
                     if errant and candidate.other_channels_gtids is not None else None))
 
@@ -970,7 +976,7 @@ def _restates(causes: Sequence[tuple[str, str]], severity: Severity) -> bool:
     return any(order[_CAUSE_SEVERITY.get(check, Severity.INFO)] >= order[severity] for check, _ in causes)
 
 
-def _apply_relay_log(channel: str, delay: int | None, *, stop_receiver: bool) -> str:
+def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | None, *, stop_receiver: bool) -> str:
     """The statements that have a replica's applier apply its relay log, for its SOURCE_DELAY:
     named when known (a delayed applier waits SOURCE_DELAY seconds after each transaction's commit
     on its source, so it is set to 0 first), a conditional step when unknown, none when 0.
@@ -979,7 +985,10 @@ def _apply_relay_log(channel: str, delay: int | None, *, stop_receiver: bool) ->
     threads stopped, CHANGE REPLICATION SOURCE TO SOURCE_DELAY=0 purges the relay logs (observed on
     9.7.4, docs/failover.md "What the procedure taught"), and with them what was to be applied. A
     stopped receiver is started first: one that cannot reach its (failed) source keeps retrying,
-    Replica_IO_Running = Connecting, a running thread."""
+    Replica_IO_Running = Connecting, a running thread. A sibling (``stop_receiver``: repointed
+    next) is told to give its delay back in its repoint, or it would stay a replica without the
+    delay it was kept for. The statements are in the words of the
+    replica's ``version`` (gtid_core.syntax: STOP SLAVE, CHANGE MASTER TO MASTER_DELAY before 8.0.23)."""
     ch = f" FOR CHANNEL '{channel}'" if channel else ""
     running = (f"with its receiver running (if it is stopped, START REPLICA IO_THREAD{ch} first; one still trying to "
                "connect counts)")
@@ -994,7 +1003,11 @@ def _apply_relay_log(channel: str, delay: int | None, *, stop_receiver: bool) ->
         steps.append(f"STOP REPLICA IO_THREAD{ch}")
     steps.append("wait until its applier has applied the relay log (Replica_SQL_Running_State: 'Replica has read "
                  "all relay log')")
-    return "; then ".join(steps)
+    if stop_receiver and delay:      # a sibling: repointed next, it keeps its protective delay
+        steps.append(f"give its SOURCE_DELAY = {delay} back in the CHANGE REPLICATION SOURCE TO that repoints it")
+    elif stop_receiver and delay is None:
+        steps.append("if it had a SOURCE_DELAY, give it back in the CHANGE REPLICATION SOURCE TO that repoints it")
+    return in_syntax_of("; then ".join(steps), version)
 
 
 def _names_text(names: Sequence[str]) -> str:
@@ -1018,7 +1031,7 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
             steps.append(
                 f"{s.sibling} holds, only in its relay log, {s.discarded.count()} transaction(s) {c.candidate} will "
                 f"never get ({_short(s.discarded)}): have {s.sibling}'s applier apply them before repointing it "
-                f"({_apply_relay_log(s.channel, s.source_delay, stop_receiver=True)}).")
+                f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)}).")
     wanted = GtidSet.EMPTY
     for s in c.siblings:
         wanted = wanted | s.offers
@@ -1046,13 +1059,13 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
         one, logs = (" (any one of them is enough)", "one of these servers'") if len(names) > 1 else ("", "its")
         errant = "".join(f" {n} would also send its errant GTIDs ({_short(errant_of[n])}): prefer another, or "
                          f"remove them first (errant_transactions on {n})." for n in names if n in errant_of)
-        steps.append(
+        steps.append(in_syntax_of(   # the statements run on the candidate
             f"Salvage from {_names_text(names)}{one}: {part.count()} transaction(s) {c.candidate} will never get "
             f"({_short(part)}). Before promoting {c.candidate}, apply them to it from {logs} binary logs (e.g. "
             f"replicate {c.candidate} from {names[0]} with SOURCE_AUTO_POSITION=1 until SELECT "
             f"GTID_SUBSET('{part.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on {c.candidate})"
             + (f", or, while {model.source} is up, START REPLICA{for_channel} on {c.candidate}."
-               if not (part - from_source) and not refused_by_source else ".") + errant)
+               if not (part - from_source) and not refused_by_source else ".") + errant, c.version))
         left = left - part
     if left:
         part = left & from_source
@@ -1060,12 +1073,12 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
             first = (f"once {c.candidate} has the {refused_by_source.count()} {model.source} purged (below: until "
                      f"then {model.source} refuses it, {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}), " if refused_by_source
                      else "")
-            steps.append(
+            steps.append(in_syntax_of(   # the statements run on the candidate
                 f"Only {model.source} can still send {part.count()} transaction(s) {c.candidate} lacks "
                 f"({_short(part)}): {first}while {model.source} is up, have {c.candidate} fetch them (START "
                 f"REPLICA{for_channel}, fix what stops its receiver) until SELECT GTID_SUBSET('"
                 f"{part.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on {c.candidate}; if "
-                f"{model.source} fails first, they are lost.")
+                f"{model.source} fails first, they are lost.", c.version))
             left = left - part
     if left:
         unknown = [s.sibling for s in c.siblings if s.unserved is None and left & s.offers]
@@ -1090,7 +1103,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
     if c.pending_relay and c.verdict is not Verdict.SAFE:
         steps.append(f"Before promoting {c.candidate}, let it apply its relay log ({c.pending_relay.count()} "
                      f"transaction(s); the applier must be running and free of errors): "
-                     f"{_apply_relay_log(c.channel, c.source_delay, stop_receiver=False)}.")
+                     f"{_apply_relay_log(c.channel, c.source_delay, c.version, stop_receiver=False)}.")
     if c.errant:
         replicas = [s.sibling for s in c.siblings if s.role != "source"]
         where = (f"{model.source} while it is up, from which they replicate to every sibling (those that have them "
@@ -1135,7 +1148,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
             if s.relay_backlog is not None and s.refused_missing <= s.relay_backlog:
                 text += (f"{s.sibling} holds them in its relay log, which the repoint would throw away: have its "
                          f"applier apply them before repointing it "
-                         f"({_apply_relay_log(s.channel, s.source_delay, stop_receiver=True)}).")
+                         f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)}).")
             else:
                 text += (f"let {s.sibling} catch up from {model.source} while {model.source} is up (its receiver "
                          f"running), or plan to reprovision it from {c.candidate} after the promotion.")
@@ -1199,10 +1212,11 @@ def _advice(model: FailoverModel) -> str:
     """Which replica to promote and what it costs, for every finding of this source."""
     best = model.candidates[0]
     if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and best.source_delay and best.pending_relay:
-        return (f"If {model.source} fails, promote {best.candidate} ({best.verdict}) once it has applied its relay "
-                f"log: its SOURCE_DELAY of {best.source_delay} s must be set to 0 first, with its receiver running "
-                "(STOP REPLICA SQL_THREAD, CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0, START REPLICA SQL_THREAD; "
-                "with both threads stopped the CHANGE discards the relay log).")
+        return in_syntax_of(
+            f"If {model.source} fails, promote {best.candidate} ({best.verdict}) once it has applied its relay "
+            f"log: its SOURCE_DELAY of {best.source_delay} s must be set to 0 first, with its receiver running "
+            "(STOP REPLICA SQL_THREAD, CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0, START REPLICA SQL_THREAD; "
+            "with both threads stopped the CHANGE discards the relay log).", best.version)
     if best.verdict in (Verdict.SAFE, Verdict.SAFE_AFTER_CATCH_UP):
         return f"If {model.source} fails, promote {best.candidate} ({best.verdict})."
     if best.verdict is Verdict.UNDETERMINED:

@@ -96,14 +96,26 @@ class Finding:
 EMPTY_TRANSACTION_SQL_CAP = 1000
 
 
+#: The first line of empty_transaction_sql for a set with tagged GTIDs (a SQL comment).
+TAGGED_GTID_PRIVILEGE_NOTE = ("-- Tagged GTIDs: the session needs the TRANSACTION_GTID_TAG privilege as well as "
+                              "SYSTEM_VARIABLES_ADMIN, SESSION_VARIABLES_ADMIN or REPLICATION_APPLIER (else error 6038).")
+
+
 def empty_transaction_sql(gtids: GtidSet, *, cap: int = EMPTY_TRANSACTION_SQL_CAP) -> str:
     """SQL that commits one empty transaction per GTID of ``gtids`` (the server's own way to mark
     a transaction as executed without running it), tagged GTIDs included.
 
     At most ``cap`` statements are written; for a larger set the text ends with a note saying
     how many were left out and how to generate the rest, rather than a multi-megabyte script.
+
+    A set with a tagged GTID starts with a comment naming the privilege it needs: setting
+    GTID_NEXT to a tagged GTID takes TRANSACTION_GTID_TAG besides one of SYSTEM_VARIABLES_ADMIN,
+    SESSION_VARIABLES_ADMIN or REPLICATION_APPLIER (error 6038 otherwise; observed on 9.7.4,
+    tests/core/test_checks_live.py), which an account that can commit untagged ones may lack.
     """
     lines: list[str] = []
+    if any(tag is not None for _, tag, _, _ in gtids):
+        lines.append(TAGGED_GTID_PRIVILEGE_NOTE)
     written = 0
     total = gtids.count()
     for uuid, tag, first, last in gtids:

@@ -150,8 +150,3 @@ class MySQLVersion:
     def has_assign_gtids_to_anonymous_transactions(self) -> bool:
         """``ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS`` exists from 8.0.23 on."""
         return self.triple >= (8, 0, 23)
-
-    @property
-    def uses_replica_terminology(self) -> bool:
-        """``SHOW REPLICA STATUS`` and source/replica column names exist from 8.0.22 on."""
-        return self.triple >= (8, 0, 22)

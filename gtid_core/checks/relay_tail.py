@@ -242,8 +242,9 @@ def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
 
 
 def _remedy(version: MySQLVersion | None, *, refetch_by_reset: bool) -> str | None:
-    """The remediation for the replica's own version; None (the catalogue's text, which covers
-    both eras) when its version is unknown.
+    """The remediation for the replica's own version, in today's words (run_pair_checks spells
+    them for that version: STOP SLAVE, MASTER_AUTO_POSITION); None (the catalogue's text, which
+    covers both eras) when its version is unknown.
 
     Before 5.7.6 the receiver puts the GTID in Retrieved_Gtid_Set with its Gtid event, and a
     restart alone does not fetch the rest (before 5.6.15 never; 5.6.15-5.7.5 through the workaround
@@ -254,14 +255,13 @@ def _remedy(version: MySQLVersion | None, *, refetch_by_reset: bool) -> str | No
     9.7.4: the partial group is truncated and fetched again)."""
     if version is None:
         return None
-    noun = "REPLICA" if version.uses_replica_terminology else "SLAVE"
     if refetch_by_reset or not version.has_boundary_parser:
-        return (f"Make the replica fetch the transaction again. Once its applier has applied everything before "
-                f"it (it waits inside the dangling transaction): STOP {noun}; RESET {noun} (discards the relay "
-                f"logs and Retrieved_Gtid_Set, keeps the connection settings); START {noun}. With "
-                "SOURCE_AUTO_POSITION=1 (MASTER_AUTO_POSITION before 8.0.23) the receiver then asks for everything "
+        return ("Make the replica fetch the transaction again. Once its applier has applied everything before "
+                "it (it waits inside the dangling transaction): STOP REPLICA; RESET REPLICA (discards the relay "
+                "logs and Retrieved_Gtid_Set, keeps the connection settings); START REPLICA. With "
+                "SOURCE_AUTO_POSITION=1 the receiver then asks for everything "
                 "not in gtid_executed, this transaction whole included; its source must still have it in its "
                 "binary logs. Without auto-positioning, RESET loses the position: reposition by hand instead.")
-    return (f"Restart the receiver: START {noun} IO_THREAD. MySQL {version} kept the dangling GTID out of "
+    return (f"Restart the receiver: START REPLICA IO_THREAD. MySQL {version} kept the dangling GTID out of "
             "Retrieved_Gtid_Set, so the partial transaction is discarded and fetched again whole, and the applier "
             "goes on; its source must still have it in its binary logs.")

@@ -7,6 +7,7 @@ it calls the checks. A new family's entry point goes here too.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from gtid_core.checks.channel import check_channel_config, check_replication_threads, relate_to_stopped_receiver
@@ -31,6 +32,8 @@ from gtid_core.checks.server import (
 from gtid_core.findings import Finding
 from gtid_core.relay_log import RelayLogEvent
 from gtid_core.snapshots import ChannelSnapshot, ServerSnapshot
+from gtid_core.syntax import in_syntax_of
+from gtid_core.versions import MySQLVersion
 
 __all__ = ["run_pair_checks", "run_server_checks"]
 
@@ -42,7 +45,7 @@ def run_server_checks(server: ServerSnapshot, previous: ServerSnapshot | None) -
         findings += check_gtid_executed_regressed(server, previous)
         findings += check_gtid_purged_jumped(server, previous)
         findings += check_source_uuid_went_back(server, previous)
-    return findings
+    return _in_syntax_of(findings, server.version, server.version)
 
 
 def run_pair_checks(
@@ -78,4 +81,17 @@ def run_pair_checks(
     findings += check_replica_gtid_history_lost(pair)
     findings += check_replication_threads(pair)
     findings += check_channel_config(pair)
-    return relate_to_stopped_receiver(findings)
+    return _in_syntax_of(relate_to_stopped_receiver(findings), replica.version,
+                         source.version if source is not None else None)
+
+
+def _in_syntax_of(findings: list[Finding], version: MySQLVersion | None,
+                  source_version: MySQLVersion | None) -> list[Finding]:
+    """The findings with their remediations in the words of the server that runs them (the
+    finding's server: the replica, for a pair), the binary-log retention in its source's
+    (gtid_core.syntax). The checks write them once, in today's words."""
+    out = []
+    for f in findings:
+        text = in_syntax_of(f.remediation, version, source_version=source_version)
+        out.append(f if text == f.remediation else replace(f, remediation=text))
+    return out

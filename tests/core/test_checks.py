@@ -82,6 +82,7 @@ from gtid_core.checks import CHECKS, FleetContext, ReplicaGroup, run_pair_checks
 from gtid_core.findings import Severity  # noqa: E402
 from gtid_core.gtid_set import GtidSet  # noqa: E402
 from gtid_core.relay_log import RelayLogEvent  # noqa: E402
+from gtid_core.versions import MySQLVersion  # noqa: E402
 
 G = GtidSet.parse
 FLEET = FleetContext(uuid_registry={S: "src", R: "rep", R2: "rep2"})
@@ -774,6 +775,53 @@ def test_config_parallel_applier_without_commit_order():
     assert one(pair(bad, ch, None), "config_parallel_applier_without_commit_order")
     assert "config_parallel_applier_without_commit_order" not in ids(pair(server("rep", R, executed=f"{S}:1-5"),
                                                                          ch, None))
+
+
+# ---------------------------------------------------------------- remediations in the server's own words
+
+@pytest.mark.parametrize("version, start, auto_position, commit_order", [
+    ("5.7.44", "START SLAVE", "STOP SLAVE; CHANGE MASTER TO MASTER_AUTO_POSITION = 1; START SLAVE.",
+     "SET GLOBAL slave_preserve_commit_order = ON (needs the applier stopped). MySQL 5.7.44 has no SET PERSIST"),
+    ("8.0.21", "START SLAVE", "STOP SLAVE; CHANGE MASTER TO MASTER_AUTO_POSITION = 1; START SLAVE.",
+     "SET PERSIST slave_preserve_commit_order = ON (needs the applier stopped)."),
+    ("8.0.22", "START REPLICA", "STOP REPLICA; CHANGE MASTER TO MASTER_AUTO_POSITION = 1; START REPLICA.",
+     "SET PERSIST slave_preserve_commit_order = ON (needs the applier stopped)."),
+    ("8.0.23", "START REPLICA", "STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_AUTO_POSITION = 1; START REPLICA.",
+     "SET PERSIST slave_preserve_commit_order = ON (needs the applier stopped)."),
+    ("9.7.4", "START REPLICA", "STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_AUTO_POSITION = 1; START REPLICA.",
+     "SET PERSIST replica_preserve_commit_order = ON (needs the applier stopped)."),
+])
+def test_pair_remediations_are_in_the_words_of_the_replicas_version(version, start, auto_position, commit_order):
+    """A remediation is pasted into the replica it names: START REPLICA is a syntax error before 8.0.22, CHANGE
+    REPLICATION SOURCE TO before 8.0.23, replica_preserve_commit_order is slave_... before 8.0.26, and 5.7 has no
+    SET PERSIST; 8.4+ accepts only today's words (gtid_core.syntax)."""
+    rep = server("rep", R, version=version, executed=f"{S}:1-5", replica_parallel_workers="8",
+                 replica_preserve_commit_order="OFF")
+    findings = pair(rep, channel(f"{S}:1-5", f"{S}:1-5", sql="No", auto="0"), None)
+    assert one(findings, "replication_stopped").remediation.startswith(f"Start it ({start})")
+    assert one(findings, "config_auto_position_off").remediation == auto_position
+    assert one(findings, "config_parallel_applier_without_commit_order").remediation.startswith(commit_order)
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("5.7.44", "SET GLOBAL sync_binlog = 1. MySQL 5.7.44 has no SET PERSIST: set the same value in the server's "
+               "option file (my.cnf) too, or the next restart loses it."),
+    ("8.0.36", "SET PERSIST sync_binlog = 1.")])
+def test_server_remediations_are_in_the_words_of_the_servers_version(version, expected):
+    [f] = run_server_checks(server("db1", S, version=version, executed=f"{S}:1", sync_binlog="0"), None)
+    assert f.remediation == expected
+
+
+@pytest.mark.parametrize("source_version, retention", [("5.7.44", "expire_logs_days"),
+                                                       ("9.7.4", "binlog_expire_logs_seconds")])
+def test_binary_log_retention_is_named_as_the_source_names_it(source_version, retention):
+    """replica_near_purge_horizon's retention setting is the source's (it keeps the binary logs), whatever the
+    replica's version: an 8.0 replica of a 5.7 source during an upgrade is told expire_logs_days."""
+    rep, ch = stopped(f"{S}:1-150", retrieved=f"{S}:120-150")
+    rep = dataclasses.replace(rep, version=MySQLVersion.parse("8.0.36"))
+    f = one(pair(rep, ch, horizon_source(version=source_version, executed=f"{S}:1-300")), "replica_near_purge_horizon")
+    assert f"extend its retention ({retention})" in f.remediation
+    assert "START REPLICA" in f.remediation     # the receiver's statement: the replica's own words
 
 
 # ---------------------------------------------------------------- unresolved source, unknowns

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gtid_core.checks import CHECKS, FleetContext, run_pair_checks
-from gtid_core.findings import Finding, Severity, empty_transaction_sql
+from gtid_core.findings import TAGGED_GTID_PRIVILEGE_NOTE, Finding, Severity, empty_transaction_sql
 from gtid_core.gtid_set import GtidSet
 from gtid_core.snapshots import BinaryLog, ChannelSnapshot, ServerSnapshot
 from gtid_core.versions import MySQLVersion
@@ -48,14 +48,20 @@ def test_severity_is_a_str_enum():
 
 
 def test_empty_transaction_sql_exact():
-    """One SET GTID_NEXT / BEGIN / COMMIT per GTID, tagged form included, then back to AUTOMATIC."""
+    """One SET GTID_NEXT / BEGIN / COMMIT per GTID, tagged form included, then back to AUTOMATIC; a set with a
+    tagged GTID first names the privilege that needs (an untagged set does not)."""
     sql = empty_transaction_sql(G(f"{S}:5-6:ops:1"))
     assert sql.splitlines() == [
+        TAGGED_GTID_PRIVILEGE_NOTE,
         f"SET GTID_NEXT='{S}:5'; BEGIN; COMMIT;",
         f"SET GTID_NEXT='{S}:6'; BEGIN; COMMIT;",
         f"SET GTID_NEXT='{S}:ops:1'; BEGIN; COMMIT;",
         "SET GTID_NEXT='AUTOMATIC';",
     ]
+
+
+def test_untagged_empty_transaction_sql_has_no_privilege_note():
+    assert TAGGED_GTID_PRIVILEGE_NOTE not in empty_transaction_sql(G(f"{S}:5-6"))
 
 
 def test_empty_transaction_sql_capped_for_huge_sets():

@@ -365,6 +365,19 @@ def test_salvage_names_every_holder_of_the_same_transactions_once():
     assert steps.index("r3 holds, only in its relay log, 2 transaction(s) r1 will never get") < steps.index("Salvage")
 
 
+def test_salvage_steps_run_on_a_57_candidate_are_in_its_words():
+    """The salvage steps run on the candidate: on 5.7 they say MASTER_AUTO_POSITION and START SLAVE ... FOR CHANNEL
+    (gtid_core.syntax), and the relay-log step of r3 (9.7) stays in today's words."""
+    r1 = _on_orders(replica("r1", R1, 2, f"{S}:1-8", io="NO", version=MySQLVersion.parse("5.7.44")))
+    model = model_failover(source(f"{S}:1-12"), [r1, replica("r2", R2, 3, f"{S}:1-10"),
+                                                 replica("r3", R3, 4, f"{S}:1-8", f"{S}:1-10")])
+    steps = _remediation(model, "r1")
+    assert "e.g. replicate r1 from r2 with MASTER_AUTO_POSITION=1" in steps
+    assert "have r1 fetch them (START SLAVE FOR CHANNEL 'orders', fix what stops its receiver)" in steps
+    assert "REPLICA FOR CHANNEL 'orders'" not in steps and "SOURCE_AUTO_POSITION" not in steps
+    assert "then STOP REPLICA IO_THREAD; then wait until its applier has applied the relay log" in steps   # r3's
+
+
 def test_salvage_splits_overlapping_holdings_and_names_what_only_the_source_has():
     """Siblings at different positions: the one that has most sends its part, S alone the rest
     (while it is up); a replica is never named for a part it does not have."""
@@ -602,6 +615,38 @@ def test_delayed_replica_advice_names_its_source_delay(delay):
     assert ("if it has a SOURCE_DELAY, first, with its receiver running" in step) is (delay is None)
     assert step.index("SOURCE_DELAY") < step.index("STOP REPLICA IO_THREAD") if delay != 0 else True
     assert "SOURCE_DELAY" not in step if delay == 0 else True
+    # the delay it was kept for comes back with the repoint
+    assert ("then give its SOURCE_DELAY = 300 back in the CHANGE REPLICATION SOURCE TO that repoints it" in step) \
+        is (delay == 300)
+    assert ("then if it had a SOURCE_DELAY, give it back in the CHANGE REPLICATION SOURCE TO that repoints it"
+            in step) is (delay is None)
+
+
+@pytest.mark.parametrize("version, undelay, state", [
+    ("5.7.44", "STOP SLAVE SQL_THREAD; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE SQL_THREAD; then STOP SLAVE "
+               "IO_THREAD", "(Slave_SQL_Running_State: 'Slave has read all relay log')"),
+    ("8.0.22", "STOP REPLICA SQL_THREAD; CHANGE MASTER TO MASTER_DELAY = 0; START REPLICA SQL_THREAD; then STOP "
+               "REPLICA IO_THREAD", "(Replica_SQL_Running_State: 'Slave has read all relay log')"),
+    ("8.0.36", "STOP REPLICA SQL_THREAD; CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0; START REPLICA SQL_THREAD; "
+               "then STOP REPLICA IO_THREAD", "(Replica_SQL_Running_State: 'Replica has read all relay log')"),
+])
+def test_failover_steps_are_in_the_words_of_the_server_that_runs_them(version, undelay, state):
+    """Each step of the failover advice is run on one server, in that server's words (gtid_core.syntax): the
+    delayed sibling's undelay and stop statements follow its version, while the 9.7 candidate's own advice
+    stays in today's. The source and r1 are 9.7 here so that only the delayed server's version changes."""
+    v = MySQLVersion.parse(version)
+    d = _delayed(300)
+    d = dataclasses.replace(d, server=dataclasses.replace(d.server, version=v))
+    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"), d])
+    best, r1 = model.candidates
+    assert best.candidate == "delayed" and best.version == v and sib(r1, "delayed").version == v
+    [finding] = [f for f in failover_findings(model) if f.server == "r1"]
+    [step] = [line for line in finding.remediation.splitlines() if line.startswith("delayed lacks 10")]
+    assert undelay in step and state in step
+    assert ("(SOURCE_DELAY = 300 s: set it to 0 first)" in best.reasons[0]) is (version == "8.0.36")
+    assert ("(MASTER_DELAY = 300 s: set it to 0 first)" in best.reasons[0]) is (version != "8.0.36")
+    # the advice every finding of s carries names the delayed candidate's statements in its words too
+    assert undelay.split("; then")[0].replace("; ", ", ") in finding.detail
 
 
 def test_refused_sibling_without_the_transactions_in_its_relay_log_catches_up_while_the_source_is_up():

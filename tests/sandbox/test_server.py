@@ -61,3 +61,43 @@ def test_a_long_directory_gets_a_socket_within_the_unix_limit(mysql_dist, tmp_pa
         assert server.query_value("SELECT @@socket") == server.socket
     finally:
         server.stop()
+
+
+def test_tagged_empty_transactions_need_the_privilege_the_remediation_names(mysql_server):
+    """empty_transaction_sql says a tagged GTID needs TRANSACTION_GTID_TAG besides a variables privilege: an
+    account with SESSION_VARIABLES_ADMIN alone commits the untagged empty transaction and is refused the tagged
+    one with error 6038; granted TRANSACTION_GTID_TAG, it commits both (the script it was given, run as is)."""
+    import uuid
+
+    import mysql.connector
+
+    from gtid_core import GtidSet, empty_transaction_sql
+
+    user, password = "gta_tag_probe", "probe-" + uuid.uuid4().hex[:8]
+    mysql_server.execute(f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'",
+                         f"GRANT SESSION_VARIABLES_ADMIN ON *.* TO '{user}'@'127.0.0.1'")
+
+    def run(script: str) -> None:
+        conn = mysql.connector.connect(host="127.0.0.1", port=mysql_server.port, user=user, password=password,
+                                       use_pure=True)
+        try:
+            cursor = conn.cursor()
+            sql = "\n".join(line for line in script.splitlines() if not line.startswith("--"))
+            for statement in (s.strip() for s in sql.split(";")):
+                if statement:
+                    cursor.execute(statement)
+        finally:
+            conn.close()
+
+    try:
+        untagged, tagged = GtidSet.parse(f"{uuid.uuid4()}:1"), GtidSet.parse(f"{uuid.uuid4()}:fix:1")
+        run(empty_transaction_sql(untagged))
+        with pytest.raises(mysql.connector.Error) as refused:
+            run(empty_transaction_sql(tagged))
+        assert refused.value.errno == 6038 and "TRANSACTION_GTID_TAG" in refused.value.msg
+        mysql_server.execute(f"GRANT TRANSACTION_GTID_TAG ON *.* TO '{user}'@'127.0.0.1'")
+        run(empty_transaction_sql(tagged))
+        executed = GtidSet.parse(mysql_server.gtid_executed())
+        assert untagged <= executed and tagged <= executed
+    finally:
+        mysql_server.execute(f"DROP USER '{user}'@'127.0.0.1'")
