@@ -4,6 +4,7 @@ The fixtures themselves live in ``tests/fixtures/``; this file only exports them
 finds them everywhere (one Spark session, one sandbox fleet and one demo night per test run, and the
 cached Airflow virtualenv).
 """
+import tests.fixtures.secrets  # noqa: F401  (first: sets the executors' secrets before any Spark starts)
 from tests.fixtures.airflow import *  # noqa: F401,F403
 from tests.fixtures.demo import *  # noqa: F401,F403
 from tests.fixtures.fleet import *  # noqa: F401,F403

@@ -297,8 +297,11 @@ class Fleet:
     # -- bring up --------------------------------------------------------------------------
     @classmethod
     def up(cls, topology: "Topology | dict | str | os.PathLike", workdir: "str | os.PathLike",
-           dist: MySQLDist | None = None, *, timeout: float = 120.0) -> "Fleet":
-        """Start the topology in ``workdir`` (wiped of any previous stopped fleet)."""
+           dist: MySQLDist | None = None, *, timeout: float = 120.0,
+           audit_password: str | None = None) -> "Fleet":
+        """Start the topology in ``workdir`` (wiped of any previous stopped fleet). The ``audit``
+        account's password is ``audit_password`` when given (a secret the auditor's executors
+        already hold in their environment), else a fresh random one."""
         topology = Topology.load(topology)
         workdir = Path(workdir).resolve()
         state_path = workdir / STATE_FILE
@@ -312,7 +315,7 @@ class Fleet:
         dist = dist or ensure_mysql()
         workdir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(workdir / "servers", ignore_errors=True)
-        passwords = {REPL_USER: secrets.token_urlsafe(18), AUDIT_USER: secrets.token_urlsafe(18)}
+        passwords = {REPL_USER: secrets.token_urlsafe(18), AUDIT_USER: audit_password or secrets.token_urlsafe(18)}
         topology = _with_group_names(topology)
         ports, group_options = _group_options(topology, dist)
         servers = {spec.name: SandboxServer(dist, spec.name, workdir / "servers" / spec.name, i + 1,

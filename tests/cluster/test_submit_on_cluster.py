@@ -3,7 +3,9 @@
 shipped with --files, Delta's jars with --jars, the event log on. Its findings equal a local
 run's on the same fleet state, and the work ran on both workers, although every executor was
 lost after the read, before the snapshot tables were written; and no server was read a second
-time (issue #20, docs/collection.md "Write").
+time (issue #20, docs/collection.md "Write"). The passwords are given by ``password_env``, which
+the executors resolve in their own environment, and no secret appears in that night's event
+log, output or tables.
 
 The fleet, its local-mode night, the built artefacts and the one submitted application are made
 once for the module; each test checks its part of what they left."""
@@ -29,6 +31,7 @@ from jobs.sandbox import scenarios
 from jobs.sandbox.accounts import AUDIT_USER
 from jobs.sandbox.fleet import Fleet, Topology
 from tests.cluster.standalone import descendants
+from tests.fixtures.secrets import AUDIT_PASSWORD_ENV, WRONG_PASSWORD_ENV, audit_password, wrong_password
 
 pytestmark = [pytest.mark.cluster, pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -64,12 +67,24 @@ def _env(**extra) -> dict[str, str]:
     return env
 
 
+#: A server entry whose login fails: a password no account has, for a user that does not exist
+#: (so that its attempts are not counted as the audit account's connections below).
+WRONG_LOGIN = {"name": "wrong", "cluster": "c", "user": "gta_nobody", "password_env": WRONG_PASSWORD_ENV}
+
+
 def _config(fleet, directory: Path, warehouse: Path) -> Path:
     """The auditor's configuration of ``fleet`` into ``warehouse``, one connection attempt per
-    server (a retried connect would be a second connection in the counts below)."""
+    server (a retried connect would be a second connection in the counts below); the audit
+    password by ``password_env`` (tests/fixtures/secrets.py), and one more server, ``wrong``: the
+    source again, whose login is refused."""
     path = fleet.write_audit_config(directory / "audit.yaml", warehouse=str(warehouse))
     data = yaml.safe_load(path.read_text())
     data["collection"] = {"retries": {"attempts": 1}}
+    data["defaults"].pop("password_file")
+    data["defaults"]["password_env"] = AUDIT_PASSWORD_ENV
+    source = next(s for s in data["servers"] if s["name"] == "src")
+    # the same server by another name for its address (the configuration refuses one address twice)
+    data["servers"].append({**WRONG_LOGIN, "host": "localhost", "port": source["port"]})
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 
@@ -120,10 +135,10 @@ def _spark_defaults(conf_dir: Path, event_dir: Path) -> Path:
     return conf_dir
 
 
-def _events(event_dir: Path) -> list[dict]:
+def _event_log(event_dir: Path) -> str:
     logs = [p for p in event_dir.iterdir() if p.is_file()]
     assert len(logs) == 1 and not logs[0].name.endswith(".inprogress"), logs
-    return [json.loads(line) for line in logs[0].read_text().splitlines() if line.strip()]
+    return logs[0].read_text()
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +146,8 @@ def night(mysql_dist, spark, tmp_path_factory):
     """The fleet with its fault, its night in local mode (exit code, warehouse, the audit
     account's connections to each server during it) and the artefacts a user deploys."""
     tmp = tmp_path_factory.mktemp("cluster-night")
-    fleet = Fleet.up(Topology.load(TOPOLOGY), tmp_path_factory.mktemp("cluster-fleet"), dist=mysql_dist)
+    fleet = Fleet.up(Topology.load(TOPOLOGY), tmp_path_factory.mktemp("cluster-fleet"), dist=mysql_dist,
+                     audit_password=audit_password())
     try:
         errant = scenarios.errant_transaction(fleet, "r1")
 
@@ -228,6 +244,7 @@ class _LostNight:
     killed: dict[int, str]
     lost_at: float
     events: list[dict]
+    event_log: str
     warehouse: Path
 
 
@@ -277,8 +294,10 @@ def lost_night(spark_cluster, night, tmp_path_factory) -> _LostNight:
             process.kill()
             process.wait(timeout=60)
         reader.join(timeout=60)
+    event_log = _event_log(run.event_dir)
     return _LostNight(rc=rc, out="".join(lines), connections=_since(before, _audit_connections(fleet)),
-                      killed=killed, lost_at=lost_at, events=_events(run.event_dir), warehouse=run.warehouse)
+                      killed=killed, lost_at=lost_at, warehouse=run.warehouse, event_log=event_log,
+                      events=[json.loads(line) for line in event_log.splitlines() if line.strip()])
 
 
 def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, lost_night, spark):
@@ -333,7 +352,7 @@ def test_executors_lost_after_the_read_cost_no_second_read(night, lost_night, sp
     assert lost_night.rc == night["local_rc"], out[-6000:]
     # (b) one servers row per server
     rows = spark.read.format("delta").load(str(lost_night.warehouse / "servers")).select("server").collect()
-    assert Counter(r["server"] for r in rows) == {name: 1 for name in fleet.servers}
+    assert Counter(r["server"] for r in rows) == {name: 1 for name in (*fleet.servers, "wrong")}
     # (c) the local night's findings
     assert _findings(spark, lost_night.warehouse) == _findings(spark, night["local_wh"])
     # (d) the loss was real and mid-run: the driver removed the killed executors, and tasks of the
@@ -348,3 +367,21 @@ def test_executors_lost_after_the_read_cost_no_second_read(night, lost_night, sp
     assert later and not later & set(killed.values()), (later, killed)
     # (e) the staged reads are gone
     assert list((lost_night.warehouse / "_staging" / "collect").iterdir()) == []
+
+
+def test_no_secret_in_the_event_log_output_or_tables(lost_night, spark):
+    """Secrets stay on the executors: the driver ships only secret references (``password_env``),
+    so neither the audit password nor the refused one appears in the Spark event log (task
+    descriptions, closures, properties), the job's output or any table of the submitted night,
+    although both were really used to log in, by executors in JVMs of their own."""
+    assert "servers=4 ok=3 partial=0 failed=1" in lost_night.out, lost_night.out[-6000:]
+    assert any(e["Event"] == "SparkListenerTaskEnd" for e in lost_night.events)
+    errors = spark.read.format("delta").load(str(lost_night.warehouse / "collection_errors")).collect()
+    assert {(r["server"], r["error_class"], r["errno"]) for r in errors} == {("wrong", "auth_failed", 1045)}, errors
+    haystacks = {"output": lost_night.out, "event log": lost_night.event_log}
+    for name in ("servers", "channels", "collection_errors", "findings", "alerts", "runs"):
+        rows = spark.read.format("delta").load(str(lost_night.warehouse / name)).collect()
+        haystacks[f"table {name}"] = "".join(repr(row.asDict()) for row in rows)
+    for secret in (audit_password(), wrong_password()):
+        for where, text in haystacks.items():
+            assert secret not in text, where
