@@ -761,8 +761,10 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
             verdict = Verdict.SAFE_AFTER_CATCH_UP
             if pending:
                 delay = candidate.channel.sql_delay
+                undelay = ("set it to 0 first" if _changes_delay_with_receiver_running(candidate.server.version)
+                           else "let it pass")
                 reasons.append(f"must first apply {pending.count()} retrieved transaction(s) from its relay log"
-                               + (in_syntax_of(f" (SOURCE_DELAY = {delay} s: set it to 0 first)",
+                               + (in_syntax_of(f" (SOURCE_DELAY = {delay} s: {undelay})",
                                                candidate.server.version) if delay else ""))
             if in_flight:
                 reasons.append(f"its running receiver is still fetching {in_flight.count()} transaction(s) "
@@ -914,7 +916,8 @@ FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i
           "Fix the findings it names first. Then make one candidate safe before it is needed: start stopped "
           "receivers so a replica catches up, fix a failed applier, apply to the best-ranked candidate the "
           "transactions only a sibling has, neutralise errant transactions with empty transactions on the "
-          "source (or the top of its chain), from which they replicate; enable log_replica_updates. The "
+          "source (or the top of its chain), from which they replicate; enable log_replica_updates "
+          "(log_slave_updates before 8.0.26). The "
           "failover_readiness table ranks the "
           "candidates by cost and lists each set.", version=2),
     _info("failover_candidate_unsafe", Severity.WARNING, "pair",
@@ -932,9 +935,11 @@ FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER, or 13117 'equal MySQL server UUIDs' on the siblings",
           "Prefer a better-ranked candidate (failover_readiness). To make this one safe: fix the findings "
           "it names first, salvage the transactions only a sibling has by replicating them to it first, "
-          "neutralise errant GTIDs with empty transactions on the source and the siblings (SQL in the "
-          "finding), remove other channels, fix log_replica_updates / log_bin / gtid_mode, give cloned "
-          "servers their own server_uuid.", version=2),
+          "neutralise errant GTIDs with empty transactions on the source, from which they replicate to the "
+          "siblings (SQL in the finding; never on this replica), fix log_replica_updates (log_slave_updates "
+          "before 8.0.26) / log_bin / gtid_mode, give cloned servers their own server_uuid. A multi-source "
+          "replica spreads what it applied from its other channels whatever is done with them: prefer "
+          "another candidate.", version=2),
 ]})
 
 
@@ -995,7 +1000,16 @@ def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | No
     undelay = (f"STOP REPLICA SQL_THREAD{ch}; CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0{ch}; START REPLICA "
                f"SQL_THREAD{ch}")
     steps = []
-    if delay:
+    if not _changes_delay_with_receiver_running(version):
+        # before 5.7.4 the CHANGE needs both threads stopped, and then deletes the relay log
+        why = f"MySQL {version} changes it only with the receiver stopped too, and that CHANGE deletes the relay log"
+        if delay:
+            steps.append(f"its SOURCE_DELAY is {delay} s: leave it ({why}), and let the applier catch up as the delay "
+                         f"passes (up to {delay} s after the last transaction's commit on its source)")
+        elif delay is None:
+            steps.append(f"if it has a SOURCE_DELAY, leave it ({why}) and let the delay pass")
+        delay = 0                     # nothing to give back
+    elif delay:
         steps.append(f"its SOURCE_DELAY is {delay} s, so first, {running}: {undelay}")
     elif delay is None:
         steps.append(f"if it has a SOURCE_DELAY, first, {running}: {undelay}")
@@ -1008,6 +1022,13 @@ def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | No
     elif stop_receiver and delay is None:
         steps.append("if it had a SOURCE_DELAY, give it back in the CHANGE REPLICATION SOURCE TO that repoints it")
     return in_syntax_of("; then ".join(steps), version)
+
+
+def _changes_delay_with_receiver_running(version: MySQLVersion | None) -> bool:
+    """CHANGE MASTER TO MASTER_DELAY with only the applier stopped: from 5.7.4 (WL#6120, "Change
+    master without stopping slave"); before, both threads must be stopped, and that CHANGE deletes
+    the relay logs. True for an unknown version (today's servers)."""
+    return version is None or version.triple >= (5, 7, 4)
 
 
 def _names_text(names: Sequence[str]) -> str:
@@ -1212,6 +1233,11 @@ def _advice(model: FailoverModel) -> str:
     """Which replica to promote and what it costs, for every finding of this source."""
     best = model.candidates[0]
     if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and best.source_delay and best.pending_relay:
+        if not _changes_delay_with_receiver_running(best.version):
+            return in_syntax_of(
+                f"If {model.source} fails, promote {best.candidate} ({best.verdict}) once it has applied its relay "
+                f"log: its SOURCE_DELAY of {best.source_delay} s must pass first (MySQL {best.version} changes it only "
+                "with the receiver stopped too, and that CHANGE deletes the relay log).", best.version)
         return in_syntax_of(
             f"If {model.source} fails, promote {best.candidate} ({best.verdict}) once it has applied its relay "
             f"log: its SOURCE_DELAY of {best.source_delay} s must be set to 0 first, with its receiver running "

@@ -121,7 +121,7 @@ IDENTITY_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({"duplicate_server_u
     "it: it generates a new server_uuid. Its transactions written so far keep the old uuid; before any server "
     "receives from both twins, compare the GTIDs in the intersection on both (mysqlbinlog --include-gtids) "
     "and reconcile the colliding ones. Give every server of a replication group its own server_id (SET "
-    "PERSIST server_id, then restart replication).")})
+    "PERSIST server_id; before 8.0 SET GLOBAL and the option file; then restart replication).")})
 
 
 @dataclass(frozen=True)

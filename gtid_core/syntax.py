@@ -18,14 +18,19 @@ What changed, and when (MySQL 8.0 release notes and reference manual):
   "Slave has read all relay log; ...") and the system variables (``log_replica_updates``,
   ``replica_preserve_commit_order``, ``replica_parallel_workers``, ``replica_parallel_type``;
   before: ``log_slave_updates``, ``slave_...``).
-* 8.0.0: ``SET PERSIST`` and ``binlog_expire_logs_seconds`` (5.7: ``SET GLOBAL`` plus the option
-  file, and ``expire_logs_days``).
+* 8.0.0: ``SET PERSIST`` (5.7: ``SET GLOBAL`` plus the option file) and ``SET GLOBAL gtid_purged
+  = '+set'`` (before, gtid_purged is set only while gtid_executed is empty, and emptying it takes
+  RESET MASTER, which deletes the binary logs: empty transactions with those GTIDs instead);
+  8.0.1: ``binlog_expire_logs_seconds`` (before: ``expire_logs_days``).
+* 5.7.6: ``enforce_gtid_consistency`` becomes dynamic (before: the option file and a restart).
 * 8.4: the old spellings are gone (removed, not deprecated), so a text is never rewritten towards
   them for 8.0.22 and later.
 
 A text is rewritten only towards an older version, and only for a known one: with the version
 unknown, today's words stay. The rewrite is idempotent, so advice already written in a version's
-words (relay_tail's) passes through unchanged.
+words (relay_tail's) passes through unchanged. The patterns match words, not their role: a channel
+or a GTID tag spelled like a statement word (``replica_parallel_type``) would be rewritten too on a
+server older than 8.0.26, which has no tags.
 """
 from __future__ import annotations
 
@@ -48,8 +53,15 @@ _STATEMENT_RULES: tuple[_Rule, ...] = (
     ((8, 0, 26), re.compile(r"\bReplica has read all relay log\b"), "Slave has read all relay log"),
 )
 
-#: System variables and how they are set.
+#: System variables and how they are set (the first rule before the SET PERSIST one).
 _SETTING_RULES: tuple[_Rule, ...] = (
+    ((5, 7, 6), re.compile(r"\bSET PERSIST enforce_gtid_consistency = ON\b"),
+     "set enforce_gtid_consistency = ON in the server's option file and restart it (the variable is read-only "
+     "before 5.7.6)"),
+    ((8, 0, 0), re.compile(r"\bSET GLOBAL gtid_purged = '\+([^']*)'"),
+     r"commit one empty transaction per GTID of '\1' (SET GTID_NEXT='<uuid:number>'; BEGIN; COMMIT; for each, "
+     r"then SET GTID_NEXT='AUTOMATIC': before 8.0 gtid_purged can be set only while gtid_executed is empty, and "
+     r"emptying it takes RESET MASTER, which deletes the binary logs)"),
     ((8, 0, 26), re.compile(r"\breplica_(preserve_commit_order|parallel_workers|parallel_type)\b"), r"slave_\1"),
     ((8, 0, 26), re.compile(r"\blog_replica_updates\b"), "log_slave_updates"),
     ((8, 0, 0), re.compile(r"\bSET PERSIST\b"), "SET GLOBAL"),
@@ -57,13 +69,14 @@ _SETTING_RULES: tuple[_Rule, ...] = (
 
 #: The settings of the server that serves the binary logs (a pair's source).
 _BINLOG_RETENTION_RULES: tuple[_Rule, ...] = (
-    ((8, 0, 0), re.compile(r"\bbinlog_expire_logs_seconds\b"), "expire_logs_days"),
+    ((8, 0, 1), re.compile(r"\bbinlog_expire_logs_seconds\b"), "expire_logs_days"),
 )
 
-OPTION_FILE_NOTE = ("MySQL {version} has no SET PERSIST: set the same value in the server's option file (my.cnf) "
-                    "too, or the next restart loses it.")
+OPTION_FILE_NOTE = ("MySQL {version} cannot persist a setting from SQL: put the same value in the server's option "
+                    "file (my.cnf) too, or the next restart loses it.")
 
 _NOT_READ = object()
+_SET_PERSIST = re.compile(r"\bSET PERSIST\b")
 
 
 def _apply(text: str, rules: tuple[_Rule, ...], version: MySQLVersion | None) -> str:
@@ -86,10 +99,12 @@ def in_syntax_of(text: str, version: MySQLVersion | None, *,
     says to put the value in the option file too."""
     if not text:
         return text
-    persisted = version is not None and version.triple < (8, 0, 0) and "SET PERSIST" in text
     out = _apply(text, _STATEMENT_RULES, version)
+    persisted = version is not None and version.triple < (8, 0, 0) and _SET_PERSIST.search(
+        _apply(out, _SETTING_RULES[:1], version))
     out = _apply(out, _SETTING_RULES, version)
     out = _apply(out, _BINLOG_RETENTION_RULES, version if source_version is _NOT_READ else source_version)
-    if persisted:
-        out += ("" if out.endswith("\n") else " ") + OPTION_FILE_NOTE.format(version=version)
+    note = OPTION_FILE_NOTE.format(version=version)
+    if persisted and note not in out:
+        out += ("" if out.endswith("\n") else " ") + note
     return out

@@ -274,7 +274,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "Provision the member with a clone: install the clone plugin on donors and joiner and "
           "START GROUP_REPLICATION (distributed recovery clones when no donor has the binary logs), or "
           "CLONE INSTANCE FROM an ONLINE member. Keep binary logs on the group's members longer "
-          "(binlog_expire_logs_seconds) than a member may stay out of it."),
+          "(binlog_expire_logs_seconds; expire_logs_days on 5.7) than a member may stay out of it."),
 
     _info("group_member_purged_replica_gtids", Severity.WARNING, "group",
           "After a primary failover in its source's group, the next source would refuse this replica",
@@ -286,7 +286,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (1789) from the new source, reported as fatal error 1236 / "
           "13114 after the failover",
           "Keep the binary logs on every member of the group at least as long as the slowest "
-          "asynchronous replica needs (binlog_expire_logs_seconds); get a lagging or stopped replica "
+          "asynchronous replica needs (binlog_expire_logs_seconds; expire_logs_days on 5.7); get a lagging or stopped replica "
           "caught up. Until then, after a failover point the replica at a member that still has the "
           "binary logs (the finding names the ones that do not)."),
 
@@ -320,7 +320,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "match): the pair checks of this channel could not run.",
           None,
           "Add the source to the inventory (or its address to a server's aliases), or fix the "
-          "channel (CHANGE REPLICATION SOURCE TO ...). If the source is gone, the UUID registry "
+          "channel (CHANGE REPLICATION SOURCE TO ..., CHANGE MASTER TO before 8.0.23). If the source is gone, the UUID registry "
           "named in the detail says which server last had its UUID."),
     _info("source_uuid_mismatch", Severity.WARNING, "job", "Source address now leads to another server",
           "The server now at the channel's Source_Host:Source_Port has a different server_uuid "

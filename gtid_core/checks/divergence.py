@@ -301,10 +301,12 @@ def check_replica_gtid_history_lost(pair: _Pair) -> list[Finding]:
     ev["replica_gtid_executed"] = _text(executed)
     ev["replica_gtid_executed_reread"] = _text(reread)
     ev["last_retrieved_gtid"] = str(last) if last else None
-    remediation = (
+    remediation = (   # in the replica's words (runners: gtid_core.syntax), which say so for a known version
         f"After checking that the data contains them, restore the history on {pair.replica_name}: "
-        f"SET GLOBAL gtid_purged = '+{lost.to_text(multiline=False)}'; (8.0+; on 5.6/5.7 gtid_purged can only be "
-        "set while gtid_executed is empty: RESET MASTER, then set the whole set)."
+        f"SET GLOBAL gtid_purged = '+{lost.to_text(multiline=False)}'"
+        + ("." if pair.replica.version is not None else
+           "; (8.0+; before 8.0 gtid_purged can be set only while gtid_executed is empty, and RESET MASTER, "
+           "which empties it, deletes the binary logs: commit an empty transaction per GTID instead).")
     )
     return [pair.finding("replica_gtid_history_lost",
                          f"{pair.replica_name} lost GTID history of {lost.count()} applied transaction(s)",

@@ -781,7 +781,7 @@ def test_config_parallel_applier_without_commit_order():
 
 @pytest.mark.parametrize("version, start, auto_position, commit_order", [
     ("5.7.44", "START SLAVE", "STOP SLAVE; CHANGE MASTER TO MASTER_AUTO_POSITION = 1; START SLAVE.",
-     "SET GLOBAL slave_preserve_commit_order = ON (needs the applier stopped). MySQL 5.7.44 has no SET PERSIST"),
+     "SET GLOBAL slave_preserve_commit_order = ON (needs the applier stopped). MySQL 5.7.44 cannot persist"),
     ("8.0.21", "START SLAVE", "STOP SLAVE; CHANGE MASTER TO MASTER_AUTO_POSITION = 1; START SLAVE.",
      "SET PERSIST slave_preserve_commit_order = ON (needs the applier stopped)."),
     ("8.0.22", "START REPLICA", "STOP REPLICA; CHANGE MASTER TO MASTER_AUTO_POSITION = 1; START REPLICA.",
@@ -804,8 +804,8 @@ def test_pair_remediations_are_in_the_words_of_the_replicas_version(version, sta
 
 
 @pytest.mark.parametrize("version, expected", [
-    ("5.7.44", "SET GLOBAL sync_binlog = 1. MySQL 5.7.44 has no SET PERSIST: set the same value in the server's "
-               "option file (my.cnf) too, or the next restart loses it."),
+    ("5.7.44", "SET GLOBAL sync_binlog = 1. MySQL 5.7.44 cannot persist a setting from SQL: put the same value in "
+               "the server's option file (my.cnf) too, or the next restart loses it."),
     ("8.0.36", "SET PERSIST sync_binlog = 1.")])
 def test_server_remediations_are_in_the_words_of_the_servers_version(version, expected):
     [f] = run_server_checks(server("db1", S, version=version, executed=f"{S}:1", sync_binlog="0"), None)

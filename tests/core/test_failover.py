@@ -365,6 +365,24 @@ def test_salvage_names_every_holder_of_the_same_transactions_once():
     assert steps.index("r3 holds, only in its relay log, 2 transaction(s) r1 will never get") < steps.index("Salvage")
 
 
+def test_a_delay_that_cannot_be_changed_with_the_receiver_running_is_waited_out():
+    """Before 5.7.4 CHANGE MASTER TO MASTER_DELAY needs both threads stopped (WL#6120), and that CHANGE deletes
+    the relay log: a 5.6 delayed replica is told to let the delay pass, never to change it."""
+    v = MySQLVersion.parse("5.6.51")
+    d = _delayed(300)
+    d = dataclasses.replace(d, server=dataclasses.replace(d.server, version=v))
+    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"), d])
+    best, r1 = model.candidates
+    assert "(MASTER_DELAY = 300 s: let it pass)" in best.reasons[0]
+    [finding] = [f for f in failover_findings(model) if f.server == "r1"]
+    assert "its MASTER_DELAY of 300 s must pass first (MySQL 5.6.51 changes it only with the receiver stopped" \
+        in finding.detail
+    [step] = [line for line in finding.remediation.splitlines() if line.startswith("delayed lacks 10")]
+    assert "its MASTER_DELAY is 300 s: leave it (MySQL 5.6.51 changes it only with the receiver stopped too" in step
+    assert "CHANGE MASTER TO MASTER_DELAY = 0" not in step and "give its MASTER_DELAY" not in step
+    assert "then STOP SLAVE IO_THREAD; then wait until its applier has applied the relay log" in step
+
+
 def test_salvage_steps_run_on_a_57_candidate_are_in_its_words():
     """The salvage steps run on the candidate: on 5.7 they say MASTER_AUTO_POSITION and START SLAVE ... FOR CHANNEL
     (gtid_core.syntax), and the relay-log step of r3 (9.7) stays in today's words."""
