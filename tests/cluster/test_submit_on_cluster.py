@@ -200,9 +200,14 @@ def _submit_setup(cluster, night, tmp_path: Path) -> _Submit:
 
 
 def _submit_env(cluster, night, tmp_path: Path, event_dir: Path) -> dict[str, str]:
-    return _env(SPARK_MASTER=cluster.master_url, DEPLOY_MODE="client",
-                SPARK_SUBMIT=str(VENV_BIN / "spark-submit"), PYTHON=sys.executable, PYFILES_ZIP=str(night["zip"]),
-                SPARK_CONF_DIR=str(_spark_defaults(tmp_path / "spark-conf", event_dir)))
+    """spark-submit's environment: the driver's. Without the secrets: only the executors, whose
+    workers were started with them (tests/fixtures/secrets.py), can resolve ``password_env``."""
+    env = _env(SPARK_MASTER=cluster.master_url, DEPLOY_MODE="client",
+               SPARK_SUBMIT=str(VENV_BIN / "spark-submit"), PYTHON=sys.executable, PYFILES_ZIP=str(night["zip"]),
+               SPARK_CONF_DIR=str(_spark_defaults(tmp_path / "spark-conf", event_dir)))
+    for name in (AUDIT_PASSWORD_ENV, WRONG_PASSWORD_ENV):
+        env.pop(name)
+    return env
 
 
 def _driver_pid(submit_pid: int) -> int:
@@ -245,6 +250,7 @@ class _LostNight:
     lost_at: float
     events: list[dict]
     event_log: str
+    executor_logs: dict[str, str]
     warehouse: Path
 
 
@@ -295,9 +301,15 @@ def lost_night(spark_cluster, night, tmp_path_factory) -> _LostNight:
             process.wait(timeout=60)
         reader.join(timeout=60)
     event_log = _event_log(run.event_dir)
+    events = [json.loads(line) for line in event_log.splitlines() if line.strip()]
+    app_id = next(e["App ID"] for e in events if e["Event"] == "SparkListenerApplicationStart")
+    # each executor's stdout and stderr, kept by its worker (the killed ones' too): where the
+    # executors' Python logs go on a cluster
+    executor_logs = {str(p): p.read_text(errors="replace") for i in range(len(spark_cluster.workers))
+                     for p in (spark_cluster.work_dir(i) / app_id).glob("*/std*") if p.is_file()}
     return _LostNight(rc=rc, out="".join(lines), connections=_since(before, _audit_connections(fleet)),
                       killed=killed, lost_at=lost_at, warehouse=run.warehouse, event_log=event_log,
-                      events=[json.loads(line) for line in event_log.splitlines() if line.strip()])
+                      events=events, executor_logs=executor_logs)
 
 
 def test_submit_on_standalone_cluster_matches_local_run(spark_cluster, night, lost_night, spark):
@@ -370,16 +382,22 @@ def test_executors_lost_after_the_read_cost_no_second_read(night, lost_night, sp
 
 
 def test_no_secret_in_the_event_log_output_or_tables(lost_night, spark):
-    """Secrets stay on the executors: the driver ships only secret references (``password_env``),
-    so neither the audit password nor the refused one appears in the Spark event log (task
-    descriptions, closures, properties), the job's output or any table of the submitted night,
-    although both were really used to log in, by executors in JVMs of their own."""
+    """Secrets stay on the executors: the driver, which does not have them, ships only secret
+    references (``password_env``), so neither the audit password nor the refused one appears in
+    the Spark event log (task descriptions and results, properties), the job's output, the
+    executors' own logs or any table of the submitted night, although both were really used to
+    log in, by executors in JVMs of their own. (A closure holding one is refused by ``Secret``'s
+    pickling: tests/collect/test_config.py.)"""
     assert "servers=4 ok=3 partial=0 failed=1" in lost_night.out, lost_night.out[-6000:]
     assert any(e["Event"] == "SparkListenerTaskEnd" for e in lost_night.events)
+    assert lost_night.executor_logs, "no executor log found"
     errors = spark.read.format("delta").load(str(lost_night.warehouse / "collection_errors")).collect()
     assert {(r["server"], r["error_class"], r["errno"]) for r in errors} == {("wrong", "auth_failed", 1045)}, errors
-    haystacks = {"output": lost_night.out, "event log": lost_night.event_log}
-    for name in ("servers", "channels", "collection_errors", "findings", "alerts", "runs"):
+    haystacks = {"output": lost_night.out, "event log": lost_night.event_log, **lost_night.executor_logs}
+    tables = sorted(p.parent.name for p in lost_night.warehouse.glob("*/_delta_log"))
+    assert {"servers", "channels", "binary_logs", "relay_log_tail", "collection_errors", "findings", "alerts",
+            "runs", "failover_readiness"} <= set(tables), tables
+    for name in tables:      # every table of the night
         rows = spark.read.format("delta").load(str(lost_night.warehouse / name)).collect()
         haystacks[f"table {name}"] = "".join(repr(row.asDict()) for row in rows)
     for secret in (audit_password(), wrong_password()):
