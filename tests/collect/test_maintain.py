@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import time
 from collections import Counter
 from types import SimpleNamespace
@@ -353,15 +354,17 @@ def test_tables_are_maintained_concurrently_with_the_same_outcome(spark, tmp_pat
     broken fails alone, the tables around it are still maintained."""
     names = ["channels", "relay_log_tail", "servers", "group_members"]
     outcomes = {}
+    built = tmp_path / "built"        # one warehouse, copied for each concurrency (its writes cost 10 s)
+    for run_id in ("r-a", "r-b"):
+        write_run_rows(spark, "relay_log_tail", relay_rows(run_id, ON), warehouse=str(built), run_id=run_id)
+        for table in ("channels", "servers", "group_members"):
+            write_run_rows(spark, table, [full_row(table, run_id=run_id, run_date=ON, server="db-a1")],
+                           warehouse=str(built), run_id=run_id)
+    last_commit = sorted((built / "servers" / "_delta_log").glob("*.json"))[-1]
+    last_commit.write_text("not a Delta commit\n")
     for concurrency in (1, 4):
         wh = tmp_path / f"wh{concurrency}"
-        for run_id in ("r-a", "r-b"):
-            write_run_rows(spark, "relay_log_tail", relay_rows(run_id, ON), warehouse=str(wh), run_id=run_id)
-            for table in ("channels", "servers", "group_members"):
-                write_run_rows(spark, table, [full_row(table, run_id=run_id, run_date=ON, server="db-a1")],
-                               warehouse=str(wh), run_id=run_id)
-        last_commit = sorted((wh / "servers" / "_delta_log").glob("*.json"))[-1]
-        last_commit.write_text("not a Delta commit\n")
+        shutil.copytree(built, wh)
         results = maintain_tables(spark, config(wh, concurrent_tables=concurrency, vacuum=False), on=ON,
                                   tables=names)
         outcomes[concurrency] = [(r.table, r.error is None, r.files_compacted) for r in results]
