@@ -6,6 +6,8 @@ These cover what no real server here can show (5.6, 5.7, 8.0); the real-server t
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 from deltalake import DeltaTable
 
@@ -302,3 +304,32 @@ def test_replica_group_joined_by_a_channel(night, version):
         assert [t.severity for t in fleet.truth if t.server == f"cse{tag}-r-g1"] == ["critical"]
     else:
         assert not _truth(fleet, *errant) and [t.severity for t in fleet.truth if t.server == f"cse{tag}-r-g1"] == ["info"]
+
+
+_NEW_WORDS = re.compile(r"\b(START|STOP|RESET|SHOW) REPLICA\b|\bCHANGE REPLICATION SOURCE\b|\bSOURCE_AUTO_POSITION\b")
+_OLD_WORDS = re.compile(r"\b(START|STOP|RESET|SHOW) SLAVE\b|\bCHANGE MASTER\b|\bMASTER_AUTO_POSITION\b")
+
+
+def test_each_remediation_is_in_the_words_its_server_accepts(audited):
+    """The night's pair and server findings, on every dialect of the fleet, advise only statements the finding's
+    server accepts (gtid_core.syntax): no START REPLICA or CHANGE REPLICATION SOURCE before 8.0.22 / 8.0.23, and
+    from 8.0.23 no START SLAVE or CHANGE MASTER (8.4 removed them). Failover findings mix servers (each step in its
+    own server's words) and job findings name both spellings, so they are left out here."""
+    from gtid_core.registry import REGISTRY
+
+    fleet, findings = audited
+    versions = {s.name: s.mysql_version for s in fleet.servers}
+    rewritten = {cid for cid, entry in REGISTRY.items() if entry.scope in ("pair", "server")
+                 and not cid.startswith(("failover_", "no_safe_failover"))}
+    old = new = 0
+    for f in findings:
+        version = versions.get(f["server"])
+        if f["check_id"] not in rewritten or version is None or not f["remediation"]:
+            continue
+        if version.triple < (8, 0, 22):
+            assert not _NEW_WORDS.search(f["remediation"]), (f["check_id"], f["server"], str(version), f["remediation"])
+            old += bool(_OLD_WORDS.search(f["remediation"]))
+        elif version.triple >= (8, 0, 23):    # today's words; from 8.4 the only ones accepted
+            assert not _OLD_WORDS.search(f["remediation"]), (f["check_id"], f["server"], str(version), f["remediation"])
+            new += bool(_NEW_WORDS.search(f["remediation"]))
+    assert old and new, (old, new)     # both kinds of servers had a statement to advise

@@ -57,7 +57,7 @@ def read_findings(warehouse: str | Path, run_id: str | None = None) -> list[dict
             return []
         run_id = max(summaries, key=lambda r: (r["audited_at"] is not None, r["audited_at"], r["run_id"]))["run_id"]
     table = DeltaTable(f"{root}/findings").to_pyarrow_table(
-        columns=["run_id", "check_id", "severity", "server", "source", "channel", "status", "gtid_set"])
+        columns=["run_id", "check_id", "severity", "server", "source", "channel", "status", "gtid_set", "remediation"])
     return [r for r in table.to_pylist() if r["run_id"] == run_id]
 
 
