@@ -53,10 +53,11 @@ _STATEMENT_RULES: tuple[_Rule, ...] = (
     ((8, 0, 26), re.compile(r"\bReplica has read all relay log\b"), "Slave has read all relay log"),
 )
 
-#: System variables and how they are set (the first rule before the SET PERSIST one).
+#: System variables and how they are set (the option-file-only rules first, before the SET PERSIST one).
 _SETTING_RULES: tuple[_Rule, ...] = (
+    ((5, 7, 6), re.compile(r"\bFirst SET PERSIST enforce_gtid_consistency = WARN\b[^;]*; then "), ""),
     ((5, 7, 6), re.compile(r"\bSET PERSIST enforce_gtid_consistency = ON\b"),
-     "set enforce_gtid_consistency = ON in the server's option file and restart it (the variable is read-only "
+     "Set enforce_gtid_consistency = ON in the server's option file and restart it (the variable is read-only "
      "before 5.7.6)"),
     ((8, 0, 0), re.compile(r"\bSET GLOBAL gtid_purged = '\+([^']*)'"),
      r"commit one empty transaction per GTID of '\1' (SET GTID_NEXT='<uuid:number>'; BEGIN; COMMIT; for each, "
@@ -76,6 +77,7 @@ OPTION_FILE_NOTE = ("MySQL {version} cannot persist a setting from SQL: put the 
                     "file (my.cnf) too, or the next restart loses it.")
 
 _NOT_READ = object()
+_OPTION_FILE_ONLY = 2       # the first rules of _SETTING_RULES: settings that SQL cannot change there
 _SET_PERSIST = re.compile(r"\bSET PERSIST\b")
 
 
@@ -101,7 +103,7 @@ def in_syntax_of(text: str, version: MySQLVersion | None, *,
         return text
     out = _apply(text, _STATEMENT_RULES, version)
     persisted = version is not None and version.triple < (8, 0, 0) and _SET_PERSIST.search(
-        _apply(out, _SETTING_RULES[:1], version))
+        _apply(out, _SETTING_RULES[:_OPTION_FILE_ONLY], version))
     out = _apply(out, _SETTING_RULES, version)
     out = _apply(out, _BINLOG_RETENTION_RULES, version if source_version is _NOT_READ else source_version)
     note = OPTION_FILE_NOTE.format(version=version)

@@ -204,11 +204,17 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "GTID mode is not ON",
           "gtid_mode is OFF, OFF_PERMISSIVE or ON_PERMISSIVE: transactions without GTIDs escape every "
           "check of this audit and AUTO_POSITION cannot be used.",
-          None, "Move gtid_mode to ON one step at a time (5.7.6+: OFF_PERMISSIVE, ON_PERMISSIVE, ON)."),
+          None, "First make enforce_gtid_consistency ON (see config_enforce_gtid_consistency_off). Then move "
+          "gtid_mode to ON one step at a time on every server of the topology, each step everywhere before the "
+          "next (5.7.6+: OFF_PERMISSIVE, ON_PERMISSIVE, then wait until ONGOING_ANONYMOUS_TRANSACTION_COUNT is 0 "
+          "on every server and the replicas have applied everything anonymous, then ON). Before 5.7.6 it cannot "
+          "change online: option files and a restart of every server at once."),
     _info("config_enforce_gtid_consistency_off", Severity.WARNING, "server",
           "enforce_gtid_consistency is not ON",
           "Statements that cannot be logged safely with GTIDs are allowed (OFF) or only warned about (WARN).",
-          None, "SET PERSIST enforce_gtid_consistency = ON after fixing the applications that warn."),
+          None, "First SET PERSIST enforce_gtid_consistency = WARN and fix the applications whose statements the "
+          "error log then names (run it through a normal business cycle); then SET PERSIST "
+          "enforce_gtid_consistency = ON."),
     _info("config_sync_binlog", Severity.WARNING, "server",
           "sync_binlog is not 1",
           "After an OS crash or power loss the binary log can lose transactions its replicas already "

@@ -59,9 +59,9 @@ def test_gtid_purged_plus_becomes_empty_transactions_before_80(version):
 
 
 def test_enforce_gtid_consistency_is_set_in_the_option_file_before_576():
-    text = in_syntax_of("SET PERSIST enforce_gtid_consistency = ON after fixing the applications that warn.",
-                        MySQLVersion.parse("5.6.51"))
-    assert text == ("set enforce_gtid_consistency = ON in the server's option file and restart it (the variable is "
-                    "read-only before 5.7.6) after fixing the applications that warn.")    # no SET PERSIST note either
+    text = in_syntax_of("First SET PERSIST enforce_gtid_consistency = WARN and fix what warns; then SET PERSIST "
+                        "enforce_gtid_consistency = ON.", MySQLVersion.parse("5.6.51"))
+    assert text == ("Set enforce_gtid_consistency = ON in the server's option file and restart it (the variable is "
+                    "read-only before 5.7.6).")    # 5.6 has no WARN, and no SQL-persist note either
     assert in_syntax_of("SET PERSIST enforce_gtid_consistency = ON.", MySQLVersion.parse("5.7.44")).startswith(
         "SET GLOBAL enforce_gtid_consistency = ON. MySQL 5.7.44 cannot persist")
