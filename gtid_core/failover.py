@@ -13,7 +13,9 @@ candidate a verdict (the gravest kind of cost, best first):
 ==========================  =======================================================================
 ``safe``                    every sibling streams from R and loses nothing; R has no errant GTIDs
 ``safe_after_catch_up``     the same, once R has applied its relay log and its running receiver has
-                            fetched what S still has and a sibling already got (lag at read time)
+                            fetched what S still has and a sibling already got (lag at read time),
+                            and once each sibling refused only for what its relay log holds has
+                            applied it before the repoint (``needs_relay_log_applied``, v3)
 ``undetermined``            an input the model needs was not read (None); never a positive
 ``spreads_other_channels``  R replicates from other sources too: their GTIDs flow into every sibling
 ``propagates_errant``       R has transactions S never executed; they flow to every sibling
@@ -134,8 +136,11 @@ __all__ = [
     "split_errant",
 ]
 
-#: Version of the model's logic, written to every failover_readiness row.
-FAILOVER_MODEL_VERSION = 2
+#: Version of the model's logic, written to every failover_readiness row. 3: a sibling refused only
+#: for what it holds in its relay log streams once it has applied it (``needs_relay_log_applied``),
+#: a catch-up condition like the candidate's own relay log, not a refusal; a delayed candidate
+#: ranks after an undelayed one of the same verdict.
+FAILOVER_MODEL_VERSION = 3
 
 #: The replica's receiver refuses a source with its own identity (Last_IO_Errno 13117 on 9.7:
 #: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server
@@ -283,6 +288,8 @@ class SiblingOutcome:
     channel: str = ""                           # T's channel from S ('' for S itself or the default channel)
     source_delay: int | None = None             # T's SOURCE_DELAY (SQL_Delay) on that channel; None: unknown
     version: MySQLVersion | None = None         # T's version: the words of the statements it is given
+    needs_relay_log_applied: GtidSet | None = None  # streams only once T applied its relay log: what a repoint
+                                                    # before that would be refused for (the candidate purged it)
 
     @property
     def offers(self) -> GtidSet:
@@ -593,6 +600,13 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
             notes.append(f"{source_name} itself already refuses {name} (source_purged_required_gtids on {name}): "
                          f"what {name} lacks was purged on {source_name} too, so this refusal is {name}'s own "
                          "finding, not the candidate's")
+        if not already and _drains_to_stream(rc, missing_set, sibling, t_holds, t_set, discarded):
+            drained = simulate_auto_position_reconnect(promoted, announced_gtid_set(
+                t_holds, GtidSet.EMPTY, replica_version=t_server.version, source_version=r.version))
+            if drained.kind is ReconnectKind.STREAMS:
+                return outcome(SiblingResult.STREAMS, needs_relay_log_applied=missing_set, rule=(
+                    f"streams once its relay log is applied: repointed before that, the repoint purges the "
+                    f"relay log and {candidate.name} refuses it ({rc.error}: {rc.rule})"))
         return outcome(SiblingResult.REFUSED, refusal=rc.error, refused_missing=missing_set, rule=rc.rule,
                        already_refused=already)
     if rc.kind is ReconnectKind.STREAMS_SKIPPING_PURGED:
@@ -600,6 +614,18 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
     if rc.kind is ReconnectKind.UNDETERMINED:
         return outcome(SiblingResult.UNDETERMINED, rule=rc.reason or rc.rule)
     return outcome(SiblingResult.STREAMS, rule=rc.rule)
+
+
+def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, sibling: FailoverReplica | None,
+                      holds: GtidSet | None, executed: GtidSet | None, discarded: GtidSet | None) -> bool:
+    """Whether a sibling refused for lacking what the candidate purged holds all of it in its
+    relay log, with an applier that can apply it and nothing of it lost to the candidate: applied
+    before the repoint (what the advice says, and what orchestrator's "stop replication nicely"
+    does), its gtid_executed then has it and the reconnect is not refused (proven on 9.7.4 by
+    tests/sandbox/test_failover_scenarios.py)."""
+    return (sibling is not None and rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED and bool(missing)
+            and not sibling.applier_failing and holds is not None and executed is not None
+            and missing <= holds - executed and discarded is not None and not discarded)
 
 
 def _readiness(r: ServerSnapshot) -> tuple[str | None, list[str], bool]:
@@ -697,11 +723,13 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
             elif rest:
                 cause = ()
             parts = []
+            # "executed by S", not "of S": their GTIDs may carry another server's uuid (S's own source)
             if kept:
-                parts.append(f"{s.sibling} has {kept.count()} transaction(s) of {source_name} that "
+                whose = "it executed" if s.role == "source" else f"{source_name} executed"
+                parts.append(f"{s.sibling} has {kept.count()} transaction(s) {whose} that "
                              f"{candidate.name} will never have ({_short(kept, 120)})")
             if thrown:
-                parts.append(f"{s.sibling} would throw away {thrown.count()} transaction(s) of {source_name} still "
+                parts.append(f"{s.sibling} would throw away {thrown.count()} transaction(s) from {source_name} still "
                              f"in its relay log (the repoint purges it) that {candidate.name} will never have "
                              f"({_short(thrown, 120)})")
             flagged.append((Verdict.LOSES_TRANSACTIONS, "; ".join(parts), cause))
@@ -732,6 +760,12 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         unknown = True
     flagged.sort(key=lambda vr: -vr[0].rank)            # the reason behind the verdict first
     reasons = [text for _, text, _ in flagged]
+    drains = [s for s in siblings if s.needs_relay_log_applied]
+    reasons += [f"{s.sibling} must first apply its relay log ({s.relay_backlog.count() if s.relay_backlog else '?'} "
+                f"transaction(s)): repointed before that, it lacks {s.needs_relay_log_applied.count()} "
+                f"{candidate.name} purged ({_short(s.needs_relay_log_applied, 120)}) and is refused "
+                f"({ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}); before repointing it, "
+                f"{_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)}" for s in drains]
     if len(reasons) > MAX_REASONS:
         # one reason per sibling: a source with 200 replicas would repeat 200 of them on each of
         # the candidate's failover_readiness rows; each of those siblings has a row of its own
@@ -757,7 +791,7 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
         in_flight = GtidSet.EMPTY
         for s in siblings:
             in_flight = in_flight | (s.in_flight or GtidSet.EMPTY)
-        if pending or in_flight:
+        if pending or in_flight or drains:
             verdict = Verdict.SAFE_AFTER_CATCH_UP
             if pending:
                 delay = candidate.channel.sql_delay
@@ -789,8 +823,9 @@ MAX_REASONS = 10
 
 def _sort_key(c: CandidateAssessment) -> tuple:
     """Safe first, then safe after catch-up, undetermined, and the unsafe by what they cost:
-    able to serve, fewer lost transactions, fewer refused siblings, fewer spread GTIDs; then the
-    shorter relay log to apply and the fewer transactions in flight."""
+    able to serve, fewer lost transactions, fewer refused siblings, fewer spread GTIDs; then an
+    undelayed one before a delayed one, the shorter relay log to apply and the fewer transactions
+    in flight."""
     def n(s: GtidSet | None) -> int:
         return s.count() if s is not None else 0
     tier = 3 if c.verdict.unsafe else c.verdict.rank
@@ -798,8 +833,10 @@ def _sort_key(c: CandidateAssessment) -> tuple:
     log_replica_updates_off = any("log_replica_updates is OFF" in x for x in c.readiness)
     # the relay log still to apply (a delayed replica's backlog) before the transactions still in
     # flight: in_flight only measures how long before the source this candidate was read
+    # a delayed candidate after an undelayed one: its delay is kept for a reason (a DBA promotes it
+    # last), and its relay log is the longest to apply
     return (tier, cost.cannot_serve, cost.lost, cost.refused, cost.spread, log_replica_updates_off,
-            n(c.pending_relay), n(c.in_flight), c.candidate)
+            bool(c.source_delay), n(c.pending_relay), n(c.in_flight), c.candidate)
 
 
 def model_failover(source: ServerSnapshot, replicas: Sequence[FailoverReplica],
@@ -830,7 +867,8 @@ def quiet_sibling(s: SiblingOutcome) -> bool:
             # unknown in-flight set, which may be a loss
             and all(v is not None for v in (s.in_flight, s.catch_up, s.sibling_set))
             # None there: no errant, a single-channel candidate, not refused
-            and not s.errant_lost and not s.other_channels and not s.refused_missing)
+            and not s.errant_lost and not s.other_channels and not s.refused_missing
+            and not s.needs_relay_log_applied)
 
 
 def listed_siblings(c: CandidateAssessment) -> tuple[SiblingOutcome, ...]:
@@ -1157,6 +1195,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
                      "repointed to it receives them; removing its other channels does not take them back, it only "
                      "stops more from coming. Promote it only if every sibling may receive that data; otherwise "
                      "prefer another candidate.")
+    steps.extend(_drain_steps(c))
     for s in c.refused:
         if s.already_refused:
             continue
@@ -1229,9 +1268,27 @@ def _siblings_text(c: CandidateAssessment) -> str:
     return "\n".join([*map(line, shown), f"and {len(left)} more sibling(s), {where}"])
 
 
+def _drain_steps(c: CandidateAssessment) -> list[str]:
+    """One step per sibling that must apply its relay log before it is repointed to ``c``
+    (``needs_relay_log_applied``): otherwise the repoint purges that relay log and ``c``, which
+    purged those transactions from its binary logs, refuses the sibling."""
+    return [f"{s.sibling} lacks {s.needs_relay_log_applied.count()} transaction(s) {c.candidate} no longer has in its "
+            f"binary logs ({_short(s.needs_relay_log_applied)}) and holds them in its relay log, which the repoint "
+            f"would throw away: have its applier apply them before repointing it "
+            f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)})."
+            for s in c.siblings if s.needs_relay_log_applied]
+
+
 def _advice(model: FailoverModel) -> str:
     """Which replica to promote and what it costs, for every finding of this source."""
     best = model.candidates[0]
+    drains = [s for s in best.siblings if s.needs_relay_log_applied]
+    if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and drains:
+        names = _all_of([s.sibling for s in drains])
+        own = " once it has applied its relay log, and" if best.pending_relay else ""
+        return (f"If {model.source} fails, promote {best.candidate} ({best.verdict}){own} once {names} "
+                f"{'has' if len(drains) == 1 else 'have'} applied {'its' if len(drains) == 1 else 'their'} relay "
+                f"log{'s' if len(drains) > 1 else ''} before being repointed: " + " ".join(_drain_steps(best)))
     if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and best.source_delay and best.pending_relay:
         if not _changes_delay_with_receiver_running(best.version):
             return in_syntax_of(

@@ -43,7 +43,10 @@ second channel (``s`` could never catch up).
    with ``SOURCE_AUTO_POSITION=1`` and ``SOURCE_DELAY=0`` (chosen: a delayed sibling applies at
    once, so what it keeps and receives is read from its gtid_executed, not guessed from the relay
    log; the delay changes when, not what), ``START REPLICA FOR CHANNEL c``. The CHANGE purges T's
-   relay logs: T announces only its gtid_executed.
+   relay logs: T announces only its gtid_executed. A sibling the model marks
+   ``needs_relay_log_applied`` (model v3: refused as it is, for transactions it holds in its relay
+   log) first applies its relay log, as the advice says: undelayed with its receiver running,
+   ``STOP REPLICA IO_THREAD``, ``START REPLICA SQL_THREAD``, wait (bounded).
 5. Wait (bounded) until each T settled: a receiver error, or its gtid_executed ∪ received set
    covers R's gtid_executed *and* a heartbeat from R arrived after the START (the dump thread
    passed its checks; a sibling that already has everything would otherwise look settled before
@@ -628,9 +631,26 @@ def quiesce(fleet: Fleet, timeout: float = TIMEOUT) -> None:
 # ---------------------------------------------------------------------------------------------
 # the promotion
 
-def promote_candidate(fleet: Fleet, spec: TrialSpec, timeout: float = TIMEOUT) -> dict[str, Any]:
-    """Promote ``spec.candidate`` and repoint every sibling and ``s`` (see the module docstring);
-    return what every server did, as the servers report it."""
+def _apply_relay_log(server: Any, channel: str, timeout: float) -> None:
+    """Have a sibling's applier apply its relay log before the repoint, as the advice says for one
+    the model marks ``needs_relay_log_applied``: undelayed first with its receiver running (with
+    both threads stopped the CHANGE would purge the relay log), then STOP REPLICA IO_THREAD and
+    wait (bounded) until what it received is applied or its applier reports an error."""
+    c = f"FOR CHANNEL '{channel}'"
+    if channel_status(server, channel)["SQL_Delay"]:
+        server.execute(f"STOP REPLICA SQL_THREAD {c}", f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0 {c}")
+    server.execute(f"STOP REPLICA IO_THREAD {c}")
+    received = channel_status(server, channel)["RECEIVED_TRANSACTION_SET"] or ""
+    server.execute(f"START REPLICA SQL_THREAD {c}")
+    _wait(lambda: channel_status(server, channel)["Last_SQL_Errno"] or _subset(server, received, _executed(server)),
+          "a sibling to apply its relay log before the repoint", timeout)
+
+
+def promote_candidate(fleet: Fleet, spec: TrialSpec, timeout: float = TIMEOUT,
+                      drained: Sequence[str] = ()) -> dict[str, Any]:
+    """Promote ``spec.candidate`` and repoint every sibling and ``s`` (see the module docstring),
+    each sibling in ``drained`` once it has applied its relay log; return what every server did,
+    as the servers report it."""
     r, s = fleet.server(spec.candidate), fleet.server("s")
     s_before = _executed(s)
     c = f"FOR CHANNEL '{_ch(spec, spec.candidate, 's').channel}'"
@@ -665,6 +685,8 @@ def promote_candidate(fleet: Fleet, spec: TrialSpec, timeout: float = TIMEOUT) -
     for name in siblings:
         t = fleet.server(name)
         c = f"FOR CHANNEL '{channel[name]}'"
+        if name in drained:
+            _apply_relay_log(t, channel[name], timeout)
         if name != "s" or cycle:
             t.execute(f"STOP REPLICA {c}")
             st = channel_status(t, channel[name])
@@ -732,7 +754,7 @@ def predictions(model: Any, candidate: str) -> dict[str, Any]:
         row = {"role": s.role, "result": str(s.result), "refusal": s.refusal, "rule": s.rule,
                "refused_missing": _text(s.refused_missing), "lost": _text(s.lost), "in_flight": _text(s.in_flight),
                "errant": _text(s.errant), "catch_up": _text(s.catch_up), "sibling_set": _text(s.sibling_set)}
-        for extra in ("discarded", "other_channels"):
+        for extra in ("discarded", "other_channels", "needs_relay_log_applied"):
             if hasattr(s, extra):
                 row[extra] = _text(getattr(s, extra))
         out["siblings"][s.sibling] = row
@@ -834,7 +856,8 @@ def run_trial(pool: ServerPool, seed: int, timeout: float = TIMEOUT) -> dict[str
         predicted = predictions(model, spec.candidate)
         record["predicted"] = predicted
         lap("read_and_model")
-        observed = promote_candidate(fleet, spec, timeout)
+        drained = [name for name, said in predicted["siblings"].items() if said.get("needs_relay_log_applied")]
+        observed = promote_candidate(fleet, spec, timeout, drained=drained)
         record["observed"] = observed
         lap("promote")
         result = compare(fleet.server(spec.candidate), predicted, observed)

@@ -120,20 +120,40 @@ def errant_in_binary_logs(fleet: Fleet, replica: str) -> ScenarioResult:
                                gtid_sets={**result.gtid_sets, "replica.gtid_purged": purged})
 
 
+def _purge_binary_logs(server: SandboxServer) -> tuple[str, str]:
+    """FLUSH BINARY LOGS, then PURGE BINARY LOGS TO the new file: (that file, gtid_purged after)."""
+    server.execute("FLUSH BINARY LOGS")
+    current = server.query("SHOW BINARY LOG STATUS")[0]["File"]
+    server.execute(f"PURGE BINARY LOGS TO '{current}'")
+    return current, server.query_value("SELECT @@GLOBAL.gtid_purged")
+
+
 def errant_purged(fleet: Fleet, replica: str) -> ScenarioResult:
     """An errant transaction on ``replica``, then FLUSH + PURGE BINARY LOGS on it: the errant GTID
     is in its gtid_purged only (a 'lost' errant transaction)."""
     result = errant_transaction(fleet, replica)
     rep = fleet.server(replica)
-    rep.execute("FLUSH BINARY LOGS")
-    current = rep.query("SHOW BINARY LOG STATUS")[0]["File"]
-    rep.execute(f"PURGE BINARY LOGS TO '{current}'")
-    purged = rep.query_value("SELECT @@GLOBAL.gtid_purged")
+    current, purged = _purge_binary_logs(rep)
     if _subtract(rep, result.gtid_sets["errant"], purged):
         raise ScenarioError(f"errant GTIDs of {replica!r} are not all purged ({purged!r})")
     return dataclasses.replace(result, name="errant_purged",
                                gtid_sets={**result.gtid_sets, "replica.gtid_purged": purged},
                                details={**result.details, "purged_to": current})
+
+
+def relay_log_the_candidate_purged(fleet: Fleet, candidate: str, behind: str, *, transactions: int = 3,
+                                    timeout: float = 60.0) -> ScenarioResult:
+    """``behind``'s applier stopped while its source writes (it holds the transactions in its relay
+    log only), then FLUSH + PURGE BINARY LOGS on ``candidate``, which applied them: promoted,
+    ``candidate`` can no longer send them, and ``behind`` repointed as it is lacks them
+    (``pending``, all in ``candidate``'s gtid_purged)."""
+    result = applier_stopped(fleet, behind, transactions=transactions, timeout=timeout)
+    rep = fleet.server(candidate)
+    _, purged = _purge_binary_logs(rep)
+    if _subtract(rep, result.gtid_sets["pending"], purged):
+        raise ScenarioError(f"{candidate!r} has not purged {result.gtid_sets['pending']!r} ({purged!r})")
+    return dataclasses.replace(result, name="relay_log_the_candidate_purged", servers=(candidate, behind),
+                               gtid_sets={**result.gtid_sets, "candidate.gtid_purged": purged})
 
 
 def replica_without_log_replica_updates(fleet: Fleet, replica: str, lagging_sibling: str, *,
@@ -286,23 +306,36 @@ class PromotionResult:
     siblings: Mapping[str, SiblingAfterPromotion]
 
 
-def promote(fleet: Fleet, candidate: str, siblings: Sequence[str], *, timeout: float = 60.0) -> PromotionResult:
+def _apply_relay_log(fleet: Fleet, name: str, timeout: float) -> None:
+    """Have ``name``'s appliers apply its relay logs: STOP REPLICA IO_THREAD, START REPLICA
+    SQL_THREAD, then wait (bounded) until what each channel received is in gtid_executed."""
+    server = fleet.server(name)
+    for ch in [c for c in fleet.topology.channels if c.replica == name]:
+        status = channel_status(server, ch.channel)
+        server.execute(f"STOP REPLICA IO_THREAD FOR CHANNEL '{ch.channel}'",
+                       f"START REPLICA SQL_THREAD FOR CHANNEL '{ch.channel}'")
+        received = status["RECEIVED_TRANSACTION_SET"]
+        _wait(lambda: server.query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (received,)),
+              f"{name!r} to apply its relay log", timeout)
+
+
+def promote(fleet: Fleet, candidate: str, siblings: Sequence[str], *, drained: Sequence[str] = (),
+            timeout: float = 60.0) -> PromotionResult:
     """Fail over to ``candidate`` the way a careful DBA does, and report each sibling's fate.
 
     On the candidate: STOP REPLICA IO_THREAD, let the applier finish the relay log (bounded wait),
-    STOP REPLICA, RESET REPLICA ALL. On each sibling (other replicas, and the old source if listed):
-    STOP REPLICA, CHANGE REPLICATION SOURCE TO the candidate with SOURCE_AUTO_POSITION=1, START
-    REPLICA; then wait until it either reports a receiver error or has the candidate's whole
-    gtid_executed (GTID_SUBSET computed by the sibling). Every value returned is the servers'.
+    STOP REPLICA, RESET REPLICA ALL. Each sibling in ``drained`` first applies its relay log the
+    same way (what the advice says for a sibling that holds there what the candidate purged). On
+    each sibling (other replicas, and the old source if listed): STOP REPLICA, CHANGE REPLICATION
+    SOURCE TO the candidate with SOURCE_AUTO_POSITION=1, START REPLICA; then wait until it either
+    reports a receiver error or has the candidate's whole gtid_executed (GTID_SUBSET computed by
+    the sibling). Every value returned is the servers'.
     """
     new = fleet.server(candidate)
-    for ch in [c for c in fleet.topology.channels if c.replica == candidate]:
-        status = channel_status(new, ch.channel)
-        new.execute(f"STOP REPLICA IO_THREAD FOR CHANNEL '{ch.channel}'", f"START REPLICA SQL_THREAD FOR CHANNEL '{ch.channel}'")
-        received = status["RECEIVED_TRANSACTION_SET"]
-        _wait(lambda: new.query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (received,)),
-              f"{candidate!r} to apply its relay log", timeout)
+    _apply_relay_log(fleet, candidate, timeout)
     new.execute("STOP REPLICA", "RESET REPLICA ALL")
+    for name in drained:
+        _apply_relay_log(fleet, name, timeout)
     before = {name: fleet.server(name).gtid_executed() for name in siblings}
     for name in siblings:
         t = fleet.server(name)

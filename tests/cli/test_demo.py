@@ -38,10 +38,10 @@ EXPECTED = {
     ("collection_failed", "billing-archive", None, None),
     # failover readiness (issue 18): a finding that only restates another one is info (orders-r2's
     # and orders-r3's, and orders-r1's no_safe_failover_candidate, which follow from errant_transactions
-    # and source_purged_required_gtids); what is left is each candidate's own cost: orders-r1 purged
-    # what the delayed replica has not applied yet (its relay log is purged by the repoint), and the
-    # multi-source billing-r1 would stream each channel's GTIDs into the other source's replicas
-    ("failover_candidate_unsafe", "orders-r1", "orders-src", ""),
+    # and source_purged_required_gtids); what is left is each candidate's own cost: the multi-source
+    # billing-r1 would stream each channel's GTIDs into the other source's replicas. orders-r1, which
+    # purged what the delayed replica holds only in its relay log, is safe once that replica has
+    # applied it before its repoint (model v3): the advice, not a finding
     ("failover_candidate_unsafe", "billing-r1", "orders-src", "orders"),
     ("failover_candidate_unsafe", "billing-r1", "billing-src", "billing"),
     ("no_safe_failover_candidate", "billing-src", None, None),
@@ -74,6 +74,13 @@ def test_demo_reports_each_injected_fault_and_writes_the_tables(demo_night):
     found = {(r["check_id"], r["server"], r["source"], r["channel"]) for r in rows
              if r["status"] == "open" and r["severity"] in ("critical", "warning")}
     assert found == EXPECTED
+    # the up-to-date replica first, once the delayed one has applied its relay log (a fresh-user trial found
+    # "promote orders-delayed" first and orders-r1 ranked unsafe for the same step): the advice every finding
+    # about orders-src's failover carries
+    [advice] = [r["detail"] for r in rows if (r["check_id"], r["server"], r["source"]) == (
+        "failover_candidate_unsafe", "billing-r1", "orders-src")]
+    assert ("If orders-src fails, promote orders-r1 (safe_after_catch_up) once orders-delayed has applied its relay "
+            "log before being repointed") in advice, advice
     errors = {r["server"]: r["error_class"] for r in read_arrow(str(warehouse), "collection_errors", run_id).to_pylist()}
     assert errors.get("orders-ghost") == "unreachable"
     assert errors.get("billing-archive") == "auth_failed"

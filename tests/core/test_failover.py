@@ -365,24 +365,6 @@ def test_salvage_names_every_holder_of_the_same_transactions_once():
     assert steps.index("r3 holds, only in its relay log, 2 transaction(s) r1 will never get") < steps.index("Salvage")
 
 
-def test_a_delay_that_cannot_be_changed_with_the_receiver_running_is_waited_out():
-    """Before 5.7.4 CHANGE MASTER TO MASTER_DELAY needs both threads stopped (WL#6120), and that CHANGE deletes
-    the relay log: a 5.6 delayed replica is told to let the delay pass, never to change it."""
-    v = MySQLVersion.parse("5.6.51")
-    d = _delayed(300)
-    d = dataclasses.replace(d, server=dataclasses.replace(d.server, version=v))
-    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"), d])
-    best, r1 = model.candidates
-    assert "(MASTER_DELAY = 300 s: let it pass)" in best.reasons[0]
-    [finding] = [f for f in failover_findings(model) if f.server == "r1"]
-    assert "its MASTER_DELAY of 300 s must pass first (MySQL 5.6.51 changes it only with the receiver stopped" \
-        in finding.detail
-    [step] = [line for line in finding.remediation.splitlines() if line.startswith("delayed lacks 10")]
-    assert "its MASTER_DELAY is 300 s: leave it (MySQL 5.6.51 changes it only with the receiver stopped too" in step
-    assert "CHANGE MASTER TO MASTER_DELAY = 0" not in step and "give its MASTER_DELAY" not in step
-    assert "then STOP SLAVE IO_THREAD; then wait until its applier has applied the relay log" in step
-
-
 def test_salvage_steps_run_on_a_57_candidate_are_in_its_words():
     """The salvage steps run on the candidate: on 5.7 they say MASTER_AUTO_POSITION and START SLAVE ... FOR CHANNEL
     (gtid_core.syntax), and the relay-log step of r3 (9.7) stays in today's words."""
@@ -605,39 +587,69 @@ def _delayed(delay):
     return dataclasses.replace(d, channel=dataclasses.replace(d.channel, sql_delay=delay))
 
 
+def _drain_model(delay, version=V97):
+    """s at S:1-20; r1 has all of it and purged S:1-10 from its binary logs; ``delayed`` (SOURCE_DELAY ``delay``,
+    ``version``) retrieved all of it and applied none; r3 has an errant GTID (so that s has a finding whose text
+    carries the advice)."""
+    d = _delayed(delay)
+    d = dataclasses.replace(d, server=dataclasses.replace(d.server, version=version))
+    return model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"), d,
+                                                 replica("r3", R3, 4, f"{S}:1-20,{R3}:1")])
+
+
 @pytest.mark.parametrize("delay", [300, 0, None])
-def test_delayed_replica_advice_names_its_source_delay(delay):
-    """A fresh-user trial found "promote orders-delayed" with no word of its SOURCE_DELAY, and orders-r1's advice
-    telling the refused delayed sibling to "catch up from orders-src first" in the failover where orders-src is gone.
-    The delayed replica holds S:1-10 (which r1 purged) in its relay log: applying it before the repoint is the fix,
-    with SOURCE_DELAY set to 0 first when it has one (named when read, a conditional step when unknown)."""
-    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"),
-                                                 _delayed(delay)])
-    best, r1 = model.candidates
-    assert best.candidate == "delayed" and best.verdict is Verdict.SAFE_AFTER_CATCH_UP
-    assert best.source_delay == delay
-    assert ("(SOURCE_DELAY = 300 s: set it to 0 first)" in best.reasons[0]) is (delay == 300)
+def test_a_sibling_refused_only_for_its_relay_log_makes_the_candidate_safe_after_catch_up(delay):
+    """A fresh-user trial found "promote orders-delayed" first and the up-to-date orders-r1 ranked unsafe, although
+    both need the same step: the delayed replica applies its relay log (holding S:1-10, which r1 purged). Model v3:
+    that sibling streams once its relay log is applied (``needs_relay_log_applied``, proven on 9.7.4 by
+    tests/sandbox/test_failover_scenarios.py), so r1 is safe_after_catch_up, and ranks before the delayed replica.
+    The step names SOURCE_DELAY when read (set to 0 first, with the receiver running, and given back in the
+    repoint), is conditional when unknown, and is left out at 0."""
+    model = _drain_model(delay)
+    assert [(c.candidate, c.verdict) for c in model.candidates] == [
+        ("r1", Verdict.SAFE_AFTER_CATCH_UP), ("delayed", Verdict.SAFE_AFTER_CATCH_UP), ("r3", Verdict.PROPAGATES_ERRANT)]
+    r1, delayed = model.candidates[:2]
+    assert delayed.source_delay == delay
+    assert ("(SOURCE_DELAY = 300 s: set it to 0 first)" in delayed.reasons[0]) is (delay == 300)
     d = sib(r1, "delayed")
-    assert d.result is SiblingResult.REFUSED and d.refused_missing == g(f"{S}:1-10")
-    assert d.relay_backlog == g(f"{S}:1-20") and d.source_delay == delay
-    [finding] = [f for f in failover_findings(model) if f.server == "r1"]
-    assert ("promote delayed (safe_after_catch_up) once it has applied its relay log: its SOURCE_DELAY of 300 s "
-            "must be set to 0 first, with its receiver running" in finding.detail) is (delay == 300)
-    [step] = [line for line in finding.remediation.splitlines() if line.startswith("delayed lacks 10")]
-    assert "catch up from s" not in step
-    assert "delayed holds them in its relay log, which the repoint would throw away" in step
+    assert (d.result, d.refusal, d.refused_missing) == (SiblingResult.STREAMS, None, None)
+    assert d.needs_relay_log_applied == g(f"{S}:1-10") and d.relay_backlog == g(f"{S}:1-20") and d.source_delay == delay
+    assert d.sibling_set == GtidSet.EMPTY and "the repoint purges the relay log and r1 refuses it" in d.rule
+    assert r1.cost.refused == 0 and not r1.refused
+    (reason,) = r1.reasons
+    assert reason.startswith(f"delayed must first apply its relay log (20 transaction(s)): repointed before that, it "
+                             f"lacks 10 r1 purged ({S}:1-10) and is refused (ER_MASTER_HAS_PURGED_REQUIRED_GTIDS); "
+                             "before repointing it, ")
     assert ("its SOURCE_DELAY is 300 s, so first, with its receiver running (if it is stopped, START REPLICA "
             "IO_THREAD first; one still trying to connect counts): STOP REPLICA SQL_THREAD; CHANGE REPLICATION SOURCE "
             "TO SOURCE_DELAY = 0; START REPLICA SQL_THREAD; then STOP REPLICA IO_THREAD; then wait"
-            in step) is (delay == 300)       # both threads stopped, the CHANGE would purge the relay log (9.7.4)
-    assert ("if it has a SOURCE_DELAY, first, with its receiver running" in step) is (delay is None)
-    assert step.index("SOURCE_DELAY") < step.index("STOP REPLICA IO_THREAD") if delay != 0 else True
-    assert "SOURCE_DELAY" not in step if delay == 0 else True
+            in reason) is (delay == 300)       # both threads stopped, the CHANGE would purge the relay log (9.7.4)
+    assert ("if it has a SOURCE_DELAY, first, with its receiver running" in reason) is (delay is None)
+    assert "SOURCE_DELAY" not in reason if delay == 0 else True
     # the delay it was kept for comes back with the repoint
-    assert ("then give its SOURCE_DELAY = 300 back in the CHANGE REPLICATION SOURCE TO that repoints it" in step) \
+    assert ("then give its SOURCE_DELAY = 300 back in the CHANGE REPLICATION SOURCE TO that repoints it" in reason) \
         is (delay == 300)
     assert ("then if it had a SOURCE_DELAY, give it back in the CHANGE REPLICATION SOURCE TO that repoints it"
-            in step) is (delay is None)
+            in reason) is (delay is None)
+    # the advice every finding of s carries: promote r1, once the delayed replica has applied its relay log
+    [finding] = [f for f in failover_findings(model) if f.server == "r3"]
+    assert ("If s fails, promote r1 (safe_after_catch_up) once delayed has applied its relay log before being "
+            f"repointed: delayed lacks 10 transaction(s) r1 no longer has in its binary logs ({S}:1-10) and holds "
+            "them in its relay log, which the repoint would throw away") in finding.detail
+    # rows: the drained sibling is listed for every candidate (never quiet)
+    rows = [r for r in failover_rows(model) if r["candidate"] == "r1" and r["sibling"] == "delayed"]
+    assert [(r["sibling_result"], r["refusal"]) for r in rows] == [("streams", None)]
+
+
+def test_a_sibling_whose_applier_failed_stays_refused():
+    """The relay log of a sibling whose applier stopped on an error cannot be applied before the repoint: the
+    refusal stands (refuses_siblings), and the step to apply it is offered beside it."""
+    d = _delayed(0)
+    d = dataclasses.replace(d, channel=dataclasses.replace(d.channel, sql_running="NO", last_sql_errno=1062))
+    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"), d])
+    r1 = cand(model, "r1")
+    assert r1.verdict is Verdict.REFUSES_SIBLINGS
+    assert (sib(r1, "delayed").result, sib(r1, "delayed").needs_relay_log_applied) == (SiblingResult.REFUSED, None)
 
 
 @pytest.mark.parametrize("version, undelay, state", [
@@ -650,21 +662,35 @@ def test_delayed_replica_advice_names_its_source_delay(delay):
 ])
 def test_failover_steps_are_in_the_words_of_the_server_that_runs_them(version, undelay, state):
     """Each step of the failover advice is run on one server, in that server's words (gtid_core.syntax): the
-    delayed sibling's undelay and stop statements follow its version, while the 9.7 candidate's own advice
-    stays in today's. The source and r1 are 9.7 here so that only the delayed server's version changes."""
+    delayed sibling's undelay and stop statements follow its version, while the 9.7 servers' stay in today's."""
     v = MySQLVersion.parse(version)
-    d = _delayed(300)
-    d = dataclasses.replace(d, server=dataclasses.replace(d.server, version=v))
-    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"), d])
-    best, r1 = model.candidates
-    assert best.candidate == "delayed" and best.version == v and sib(r1, "delayed").version == v
-    [finding] = [f for f in failover_findings(model) if f.server == "r1"]
-    [step] = [line for line in finding.remediation.splitlines() if line.startswith("delayed lacks 10")]
-    assert undelay in step and state in step
-    assert ("(SOURCE_DELAY = 300 s: set it to 0 first)" in best.reasons[0]) is (version == "8.0.36")
-    assert ("(MASTER_DELAY = 300 s: set it to 0 first)" in best.reasons[0]) is (version != "8.0.36")
-    # the advice every finding of s carries names the delayed candidate's statements in its words too
-    assert undelay.split("; then")[0].replace("; ", ", ") in finding.detail
+    model = _drain_model(300, v)
+    r1, delayed = model.candidates[:2]
+    assert delayed.version == v and sib(r1, "delayed").version == v
+    assert undelay in r1.reasons[0] and state in r1.reasons[0]
+    assert ("(SOURCE_DELAY = 300 s: set it to 0 first)" in delayed.reasons[0]) is (version == "8.0.36")
+    assert ("(MASTER_DELAY = 300 s: set it to 0 first)" in delayed.reasons[0]) is (version != "8.0.36")
+    [finding] = [f for f in failover_findings(model) if f.server == "r3"]
+    assert undelay in finding.detail and state in finding.detail
+
+
+def test_a_delay_that_cannot_be_changed_with_the_receiver_running_is_waited_out():
+    """Before 5.7.4 CHANGE MASTER TO MASTER_DELAY needs both threads stopped (WL#6120), and that CHANGE deletes
+    the relay log: a 5.6 delayed replica is told to let the delay pass, never to change it."""
+    model = _drain_model(300, MySQLVersion.parse("5.6.51"))
+    r1, delayed = model.candidates[:2]
+    assert "(MASTER_DELAY = 300 s: let it pass)" in delayed.reasons[0]
+    step = r1.reasons[0]
+    assert "its MASTER_DELAY is 300 s: leave it (MySQL 5.6.51 changes it only with the receiver stopped too" in step
+    assert "CHANGE MASTER TO MASTER_DELAY = 0" not in step and "give its MASTER_DELAY" not in step
+    assert "then STOP SLAVE IO_THREAD; then wait until its applier has applied the relay log" in step
+    # promoted itself, it must let its delay pass first too
+    solo = model_failover(source(f"{S}:1-20"), [dataclasses.replace(
+        _delayed(300), server=dataclasses.replace(_delayed(300).server, version=MySQLVersion.parse("5.6.51"))),
+        replica("r3", R3, 4, f"{S}:1-20,{R3}:1")])
+    [finding] = [f for f in failover_findings(solo) if f.server == "r3"]
+    assert "its MASTER_DELAY of 300 s must pass first (MySQL 5.6.51 changes it only with the receiver stopped" \
+        in finding.detail
 
 
 def test_refused_sibling_without_the_transactions_in_its_relay_log_catches_up_while_the_source_is_up():

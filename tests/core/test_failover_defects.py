@@ -120,8 +120,10 @@ def test_log_replica_updates_off_verdict_does_not_depend_on_read_time_lag():
 # 4 ---------------------------------------------------------------------------------------------
 
 def test_delayed_sibling_backlog_does_not_survive_the_repoint():
-    """A delayed sibling announces only gtid_executed after CHANGE REPLICATION SOURCE: r1, which purged
-    S:1-90, refuses it; the old model counted its relay backlog and called r1 safe."""
+    """A delayed sibling announces only gtid_executed after CHANGE REPLICATION SOURCE: repointed as it is, r1, which
+    purged S:1-90, refuses it; the v1 model counted its relay backlog as announced and called r1 safe outright.
+    Since v3, r1 is safe only once d has applied its relay log before the repoint (d streams then, lacking nothing),
+    which ranks it with d, a catch-up condition both share, the up-to-date r1 first."""
     model = model_failover(source(f"{S}:1-100"), [
         replica("r1", R1, 2, f"{S}:1-100", purged=f"{S}:1-90"),
         replica("d", R2, 3, f"{S}:1-50", f"{S}:1-100"),          # SOURCE_DELAY: retrieved, not applied
@@ -129,11 +131,11 @@ def test_delayed_sibling_backlog_does_not_survive_the_repoint():
     r1 = cand(model, "r1")
     d = sib(r1, "d")
     assert d.sibling_set == g(f"{S}:1-50")
-    assert (d.result, d.refusal, d.refused_missing) == (SiblingResult.REFUSED, ER_MASTER_HAS_PURGED_REQUIRED_GTIDS,
-                                                        g(f"{S}:51-90"))
-    assert r1.verdict is Verdict.REFUSES_SIBLINGS
+    assert (d.result, d.refusal, d.needs_relay_log_applied) == (SiblingResult.STREAMS, None, g(f"{S}:51-90"))
+    assert ER_MASTER_HAS_PURGED_REQUIRED_GTIDS in d.rule and "once its relay log is applied" in d.rule
+    assert r1.verdict is Verdict.SAFE_AFTER_CATCH_UP and r1.reasons[0].startswith("d must first apply its relay log")
     assert cand(model, "d").verdict is Verdict.SAFE_AFTER_CATCH_UP
-    assert [c.candidate for c in model.candidates] == ["d", "r1"]
+    assert [c.candidate for c in model.candidates] == ["r1", "d"]
 
 
 def test_relay_backlog_that_the_candidate_lacks_is_thrown_away_and_counted_lost():

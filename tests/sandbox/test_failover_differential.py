@@ -26,6 +26,8 @@ SEEDS = {
     1081: "no binary log on the candidate (13114 'Binary log is not open'); a twin server_id (13117)",
     1064: "a cycle through the multi-source candidate: its other channel's GTIDs reached the source",
     571: "a cycle through a multi-source sibling: what it keeps of its other channel is lost to the candidate",
+    1013: "a log_replica_updates=OFF candidate; two siblings that hold in their relay logs what it did not log: "
+          "each streams once it has applied its relay log (model v3), drained before its repoint",
 }
 
 

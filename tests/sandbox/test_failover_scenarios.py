@@ -208,6 +208,30 @@ def test_applier_behind_is_safe_after_catch_up(fleet_factory):
         assert (g(after.kept), g(after.lacks), g(after.received)) == (GtidSet.EMPTY, GtidSet.EMPTY, GtidSet.EMPTY)
 
 
+def test_a_sibling_holding_what_the_candidate_purged_in_its_relay_log_streams_once_it_has_applied_it(fleet_factory):
+    """r2 holds 3 of s's transactions in its relay log only (applier stopped, no error) and r1 purged them from its
+    binary logs: the model says r1 is safe_after_catch_up, r2 streaming once it has applied its relay log
+    (``needs_relay_log_applied`` = those 3). Promoted so (r2's relay log applied first, as the advice says), r2
+    streams: nothing refused, kept or lacking. (Repointed as it is, r2 would be refused with 13114: the v2 model's
+    refuses_siblings, which tests/core/test_failover_defects.py keeps in its sets.)"""
+    f = fleet_factory(FAN)
+    result = fs.relay_log_the_candidate_purged(f, "r1", "r2", transactions=3)
+    pending = g(result.gtid_sets["pending"])
+    model, _ = build_model(f, "s", ["r1", "r2"])
+    r1 = cand(model, "r1")
+    r2 = sib(r1, "r2")
+    assert (r1.verdict, r2.result, r2.refusal) == (Verdict.SAFE_AFTER_CATCH_UP, SiblingResult.STREAMS, None)
+    assert r2.needs_relay_log_applied == pending and r2.relay_backlog >= pending
+    assert model.candidates[0].candidate == "r1" and findings_of(model) == []
+
+    promoted = fs.promote(f, "r1", ["r2", "s"], drained=["r2"])
+    for name in ("r2", "s"):
+        after = promoted.siblings[name]
+        assert not after.refused and after.io_running == "Yes", after.last_io_error
+        assert (g(after.kept), g(after.lacks)) == (GtidSet.EMPTY, GtidSet.EMPTY)
+    assert g(promoted.candidate_gtid_executed) >= pending
+
+
 def test_log_bin_off_cannot_serve(fleet_factory):
     """r1 without a binary log: cannot_serve; promoted, every sibling fails with 13114 'Binary log is not open'."""
     f = fleet_factory(NO_BINARY_LOG)
