@@ -138,8 +138,8 @@ __all__ = [
 
 #: Version of the model's logic, written to every failover_readiness row. 3: a sibling refused only
 #: for what it holds in its relay log streams once it has applied it (``needs_relay_log_applied``),
-#: a catch-up condition like the candidate's own relay log, not a refusal; a delayed candidate
-#: ranks after an undelayed one of the same verdict.
+#: a catch-up condition like the candidate's own relay log, not a refusal; among candidates with
+#: the same relay log to apply, an undelayed one ranks first.
 FAILOVER_MODEL_VERSION = 3
 
 #: The replica's receiver refuses a source with its own identity (Last_IO_Errno 13117 on 9.7:
@@ -600,7 +600,8 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
             notes.append(f"{source_name} itself already refuses {name} (source_purged_required_gtids on {name}): "
                          f"what {name} lacks was purged on {source_name} too, so this refusal is {name}'s own "
                          "finding, not the candidate's")
-        if not already and _drains_to_stream(rc, missing_set, sibling, t_holds, t_set, discarded):
+        if not already and _drains_to_stream(rc, missing_set, candidate, sibling, t_holds, t_set, r_after,
+                                             discarded):
             drained = simulate_auto_position_reconnect(promoted, announced_gtid_set(
                 t_holds, GtidSet.EMPTY, replica_version=t_server.version, source_version=r.version))
             if drained.kind is ReconnectKind.STREAMS:
@@ -616,16 +617,32 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
     return outcome(SiblingResult.STREAMS, rule=rc.rule)
 
 
-def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, sibling: FailoverReplica | None,
-                      holds: GtidSet | None, executed: GtidSet | None, discarded: GtidSet | None) -> bool:
+def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: FailoverReplica,
+                      sibling: FailoverReplica | None, holds: GtidSet | None, executed: GtidSet | None,
+                      r_after: GtidSet | None, discarded: GtidSet | None) -> bool:
     """Whether a sibling refused for lacking what the candidate purged holds all of it in its
-    relay log, with an applier that can apply it and nothing of it lost to the candidate: applied
-    before the repoint (what the advice says, and what orchestrator's "stop replication nicely"
-    does), its gtid_executed then has it and the reconnect is not refused (proven on 9.7.4 by
-    tests/sandbox/test_failover_scenarios.py)."""
+    relay log, so that applied before the repoint (what the advice says, and what orchestrator's
+    "stop replication nicely" does) its gtid_executed has it and the reconnect is not refused
+    (proven on 9.7.4 by tests/sandbox/test_failover_scenarios.py). Every condition is known, or
+    the sibling stays refused:
+
+    * its applier has no error (Last_SQL_Errno read and 0): it can apply the relay log;
+    * the candidate will have the sibling's whole relay backlog (``r_after``), none of it merely
+      in flight to the candidate: applying it must not give the sibling what the candidate lacks
+      (with the source down, that would be a silent divergence, where a repoint as it is would
+      have been refused), and nothing is ``discarded``;
+    * the sibling has the boundary parser (5.7.6+): Retrieved_Gtid_Set holds only whole
+      transactions, so none of the set is a transaction cut short in the relay log;
+    * the candidate logs what it replicates (log_replica_updates not OFF): otherwise any sibling
+      behind it is refused whatever its relay log holds when the source fails (the structural
+      refuses_siblings reason), and it keeps its refusals as v2 did."""
     return (sibling is not None and rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED and bool(missing)
-            and not sibling.applier_failing and holds is not None and executed is not None
-            and missing <= holds - executed and discarded is not None and not discarded)
+            and sibling.channel.last_sql_errno == 0 and not sibling.applier_failing
+            and sibling.server.version is not None and sibling.server.version.has_boundary_parser
+            and candidate.server.log_replica_updates is not False
+            and holds is not None and executed is not None and r_after is not None
+            and missing <= holds - executed and (holds - executed) <= r_after
+            and discarded is not None and not discarded)
 
 
 def _readiness(r: ServerSnapshot) -> tuple[str | None, list[str], bool]:
@@ -765,7 +782,8 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
                 f"transaction(s)): repointed before that, it lacks {s.needs_relay_log_applied.count()} "
                 f"{candidate.name} purged ({_short(s.needs_relay_log_applied, 120)}) and is refused "
                 f"({ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}); before repointing it, "
-                f"{_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)}" for s in drains]
+                f"{_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)}"
+                for s in drains]
     if len(reasons) > MAX_REASONS:
         # one reason per sibling: a source with 200 replicas would repeat 200 of them on each of
         # the candidate's failover_readiness rows; each of those siblings has a row of its own
@@ -823,8 +841,8 @@ MAX_REASONS = 10
 
 def _sort_key(c: CandidateAssessment) -> tuple:
     """Safe first, then safe after catch-up, undetermined, and the unsafe by what they cost:
-    able to serve, fewer lost transactions, fewer refused siblings, fewer spread GTIDs; then an
-    undelayed one before a delayed one, the shorter relay log to apply and the fewer transactions
+    able to serve, fewer lost transactions, fewer refused siblings, fewer spread GTIDs; then the
+    shorter relay log to apply, an undelayed one before a delayed one, and the fewer transactions
     in flight."""
     def n(s: GtidSet | None) -> int:
         return s.count() if s is not None else 0
@@ -833,10 +851,10 @@ def _sort_key(c: CandidateAssessment) -> tuple:
     log_replica_updates_off = any("log_replica_updates is OFF" in x for x in c.readiness)
     # the relay log still to apply (a delayed replica's backlog) before the transactions still in
     # flight: in_flight only measures how long before the source this candidate was read
-    # a delayed candidate after an undelayed one: its delay is kept for a reason (a DBA promotes it
-    # last), and its relay log is the longest to apply
+    # the shorter relay log first; then an undelayed candidate before a delayed one (its delay is
+    # kept for a reason; an unknown delay counts as one)
     return (tier, cost.cannot_serve, cost.lost, cost.refused, cost.spread, log_replica_updates_off,
-            bool(c.source_delay), n(c.pending_relay), n(c.in_flight), c.candidate)
+            n(c.pending_relay), c.source_delay != 0, n(c.in_flight), c.candidate)
 
 
 def model_failover(source: ServerSnapshot, replicas: Sequence[FailoverReplica],
@@ -1019,7 +1037,8 @@ def _restates(causes: Sequence[tuple[str, str]], severity: Severity) -> bool:
     return any(order[_CAUSE_SEVERITY.get(check, Severity.INFO)] >= order[severity] for check, _ in causes)
 
 
-def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | None, *, stop_receiver: bool) -> str:
+def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | None, *, stop_receiver: bool,
+                     backlog: GtidSet | None = None) -> str:
     """The statements that have a replica's applier apply its relay log, for its SOURCE_DELAY:
     named when known (a delayed applier waits SOURCE_DELAY seconds after each transaction's commit
     on its source, so it is set to 0 first), a conditional step when unknown, none when 0.
@@ -1031,7 +1050,10 @@ def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | No
     Replica_IO_Running = Connecting, a running thread. A sibling (``stop_receiver``: repointed
     next) is told to give its delay back in its repoint, or it would stay a replica without the
     delay it was kept for. The statements are in the words of the
-    replica's ``version`` (gtid_core.syntax: STOP SLAVE, CHANGE MASTER TO MASTER_DELAY before 8.0.23)."""
+    replica's ``version`` (gtid_core.syntax: STOP SLAVE, CHANGE MASTER TO MASTER_DELAY before 8.0.23).
+    The applier is started (a stopped one without an error applies nothing otherwise; a running one
+    is left as it is), and the wait ends when the server says ``backlog`` is applied (GTID_SUBSET
+    against gtid_executed, which a multi-threaded applier's coordinator state does not prove)."""
     ch = f" FOR CHANNEL '{channel}'" if channel else ""
     running = (f"with its receiver running (if it is stopped, START REPLICA IO_THREAD{ch} first; one still trying to "
                "connect counts)")
@@ -1053,8 +1075,13 @@ def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | No
         steps.append(f"if it has a SOURCE_DELAY, first, {running}: {undelay}")
     if stop_receiver:
         steps.append(f"STOP REPLICA IO_THREAD{ch}")
-    steps.append("wait until its applier has applied the relay log (Replica_SQL_Running_State: 'Replica has read "
-                 "all relay log')")
+    steps.append(f"START REPLICA SQL_THREAD{ch}")
+    if backlog:
+        steps.append(f"wait until SELECT GTID_SUBSET('{backlog.to_text(multiline=False)}', @@GLOBAL.gtid_executed) "
+                     "returns 1 (its applier has applied the relay log)")
+    else:
+        steps.append("wait until its applier has applied the relay log (Replica_SQL_Running_State: 'Replica has read "
+                     "all relay log')")
     if stop_receiver and delay:      # a sibling: repointed next, it keeps its protective delay
         steps.append(f"give its SOURCE_DELAY = {delay} back in the CHANGE REPLICATION SOURCE TO that repoints it")
     elif stop_receiver and delay is None:
@@ -1090,7 +1117,7 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
             steps.append(
                 f"{s.sibling} holds, only in its relay log, {s.discarded.count()} transaction(s) {c.candidate} will "
                 f"never get ({_short(s.discarded)}): have {s.sibling}'s applier apply them before repointing it "
-                f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)}).")
+                f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)}).")
     wanted = GtidSet.EMPTY
     for s in c.siblings:
         wanted = wanted | s.offers
@@ -1162,7 +1189,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
     if c.pending_relay and c.verdict is not Verdict.SAFE:
         steps.append(f"Before promoting {c.candidate}, let it apply its relay log ({c.pending_relay.count()} "
                      f"transaction(s); the applier must be running and free of errors): "
-                     f"{_apply_relay_log(c.channel, c.source_delay, c.version, stop_receiver=False)}.")
+                     f"{_apply_relay_log(c.channel, c.source_delay, c.version, stop_receiver=False, backlog=c.pending_relay)}.")
     if c.errant:
         replicas = [s.sibling for s in c.siblings if s.role != "source"]
         where = (f"{model.source} while it is up, from which they replicate to every sibling (those that have them "
@@ -1208,7 +1235,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
             if s.relay_backlog is not None and s.refused_missing <= s.relay_backlog:
                 text += (f"{s.sibling} holds them in its relay log, which the repoint would throw away: have its "
                          f"applier apply them before repointing it "
-                         f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)}).")
+                         f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)}).")
             else:
                 text += (f"let {s.sibling} catch up from {model.source} while {model.source} is up (its receiver "
                          f"running), or plan to reprovision it from {c.candidate} after the promotion.")
@@ -1251,12 +1278,14 @@ def _siblings_text(c: CandidateAssessment) -> str:
                 + (f", errant {_text(s.errant)}" if s.errant else "")
                 + (f", other channels {_text(s.other_channels)}" if s.other_channels else "")
                 + (f", refused {s.refusal}" if s.refusal else "")
+                + (f" once it has applied its relay log (repointed before, it lacks {_text(s.needs_relay_log_applied)})"
+                   if s.needs_relay_log_applied else "")
                 + (" (already refused by the source)" if s.already_refused else ""))
     if len(siblings) <= MAX_REASONS:
         return "\n".join(map(line, siblings))
     def plain(s: SiblingOutcome) -> bool:
         return s.result is SiblingResult.STREAMS and not (s.lost or s.discarded or s.errant or s.other_channels
-                                                          or s.refusal)
+                                                          or s.refusal or s.needs_relay_log_applied)
     shown = ([s for s in siblings if not plain(s)] + [s for s in siblings if plain(s)])[:MAX_REASONS]
     listed = {s.sibling for s in listed_siblings(c)}
     shown_names = {s.sibling for s in shown}
@@ -1275,7 +1304,7 @@ def _drain_steps(c: CandidateAssessment) -> list[str]:
     return [f"{s.sibling} lacks {s.needs_relay_log_applied.count()} transaction(s) {c.candidate} no longer has in its "
             f"binary logs ({_short(s.needs_relay_log_applied)}) and holds them in its relay log, which the repoint "
             f"would throw away: have its applier apply them before repointing it "
-            f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True)})."
+            f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)})."
             for s in c.siblings if s.needs_relay_log_applied]
 
 
@@ -1285,7 +1314,9 @@ def _advice(model: FailoverModel) -> str:
     drains = [s for s in best.siblings if s.needs_relay_log_applied]
     if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and drains:
         names = _all_of([s.sibling for s in drains])
-        own = " once it has applied its relay log, and" if best.pending_relay else ""
+        steps = _apply_relay_log(best.channel, best.source_delay, best.version, stop_receiver=False,
+                                 backlog=best.pending_relay)
+        own = f" once it has applied its relay log ({steps}), and" if best.pending_relay else ""
         return (f"If {model.source} fails, promote {best.candidate} ({best.verdict}){own} once {names} "
                 f"{'has' if len(drains) == 1 else 'have'} applied {'its' if len(drains) == 1 else 'their'} relay "
                 f"log{'s' if len(drains) > 1 else ''} before being repointed: " + " ".join(_drain_steps(best)))

@@ -27,7 +27,7 @@ SEEDS = {
     1064: "a cycle through the multi-source candidate: its other channel's GTIDs reached the source",
     571: "a cycle through a multi-source sibling: what it keeps of its other channel is lost to the candidate",
     1013: "a log_replica_updates=OFF candidate; two siblings that hold in their relay logs what it did not log: "
-          "each streams once it has applied its relay log (model v3), drained before its repoint",
+          "refused all the same (model v3 keeps such a candidate's refusals; a first cut drained them)",
 }
 
 
