@@ -782,7 +782,7 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
                 f"transaction(s)): repointed before that, it lacks {s.needs_relay_log_applied.count()} "
                 f"{candidate.name} purged ({_short(s.needs_relay_log_applied, 120)}) and is refused "
                 f"({ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}); before repointing it, "
-                f"{_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)}"
+                f"{_sibling_applies_relay_log(s)}"
                 for s in drains]
     if len(reasons) > MAX_REASONS:
         # one reason per sibling: a source with 200 replicas would repeat 200 of them on each of
@@ -1089,6 +1089,12 @@ def _apply_relay_log(channel: str, delay: int | None, version: MySQLVersion | No
     return in_syntax_of("; then ".join(steps), version)
 
 
+def _sibling_applies_relay_log(s: SiblingOutcome) -> str:
+    """The steps that have sibling ``s`` apply its relay log before it is repointed (every step
+    and reason that names a sibling's relay log uses these)."""
+    return _apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)
+
+
 def _changes_delay_with_receiver_running(version: MySQLVersion | None) -> bool:
     """CHANGE MASTER TO MASTER_DELAY with only the applier stopped: from 5.7.4 (WL#6120, "Change
     master without stopping slave"); before, both threads must be stopped, and that CHANGE deletes
@@ -1117,7 +1123,7 @@ def _salvage_from_siblings(model: FailoverModel, c: CandidateAssessment) -> list
             steps.append(
                 f"{s.sibling} holds, only in its relay log, {s.discarded.count()} transaction(s) {c.candidate} will "
                 f"never get ({_short(s.discarded)}): have {s.sibling}'s applier apply them before repointing it "
-                f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)}).")
+                f"({_sibling_applies_relay_log(s)}).")
     wanted = GtidSet.EMPTY
     for s in c.siblings:
         wanted = wanted | s.offers
@@ -1235,7 +1241,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
             if s.relay_backlog is not None and s.refused_missing <= s.relay_backlog:
                 text += (f"{s.sibling} holds them in its relay log, which the repoint would throw away: have its "
                          f"applier apply them before repointing it "
-                         f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)}).")
+                         f"({_sibling_applies_relay_log(s)}).")
             else:
                 text += (f"let {s.sibling} catch up from {model.source} while {model.source} is up (its receiver "
                          f"running), or plan to reprovision it from {c.candidate} after the promotion.")
@@ -1304,7 +1310,7 @@ def _drain_steps(c: CandidateAssessment) -> list[str]:
     return [f"{s.sibling} lacks {s.needs_relay_log_applied.count()} transaction(s) {c.candidate} no longer has in its "
             f"binary logs ({_short(s.needs_relay_log_applied)}) and holds them in its relay log, which the repoint "
             f"would throw away: have its applier apply them before repointing it "
-            f"({_apply_relay_log(s.channel, s.source_delay, s.version, stop_receiver=True, backlog=s.relay_backlog)})."
+            f"({_sibling_applies_relay_log(s)})."
             for s in c.siblings if s.needs_relay_log_applied]
 
 
