@@ -10,7 +10,10 @@ Arrow batches (``jobs.audit_tasks``); rows stay on the executors:
    pair checks' findings and the report's purge horizons; the same pairs without relay tails,
    one row per source with its snapshot -> ``failover_batches``: the failover model, computed once per source,
    its findings and ``failover_readiness`` rows; replication groups likewise
-   (``group_batches``: group findings and the elected member's readiness rows);
+   (``group_batches``: group findings and the elected member's readiness rows); a replica its
+   source refuses for purged transactions, joined with each readable server of its and its
+   source's clusters -> ``donor_batches``: where it can still fetch them (``with_donor_batches``
+   puts the steps in its finding);
 3. servers: each snapshot with the previous audited run's -> ``check_server_batches``;
    identities: the snapshots grouped by server_uuid, and by (replication group, server_id) with
    the groups from a label propagation over the channels -> ``identity_batches``;
@@ -230,6 +233,71 @@ def failover_frame(pairs_df, snapshots_df):
     grouped = (pairs_df.groupBy("source_server")
                .agg(F.collect_list(F.struct("channel", "replica", "all_channels")).alias("pairs")))
     return _with_source(grouped, snapshots_df)
+
+
+def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
+    """Where each replica refused for purged transactions (``audit_tasks.DONOR_CHECK`` findings of
+    ``findings_df``) can still fetch them: one row per such finding with a sound donor
+    (``gtid_core.donors``), ``finding_key``, ``donors`` (``donor``, ``donor_host``, ``donor_port``,
+    sorted by name), ``replica_version``, and ``return_host`` and ``return_port`` (the address its
+    channel used for the source).
+
+    ``upstream`` is the gtid_executed of each server the source replicates from: what a donor has
+    beyond the source and is on its way to it is not counted against the donor.
+
+    The candidates are the readable servers of the replica's cluster and of the source's, except
+    the replica, the source and the servers that replicate from the replica (a loop). Each
+    (finding, candidate) pair is one row, assessed on the executors: no group of a cluster's
+    snapshots is ever held at once, and the findings are few."""
+    from pyspark.sql import functions as F
+
+    refused = (findings_df.where((F.col("check_id") == audit_tasks.DONOR_CHECK) & F.col("gtid_set").isNotNull())
+               .select("finding_key", "server", "source", "channel", "gtid_set"))
+    no_logs = [c for c in snapshots_df.columns if c != "binary_logs"]
+    rep = snapshots_df.select(F.col("server").alias("_r"), F.col("cluster").alias("_rc"),
+                              F.struct(*no_logs).alias("replica"))
+    src = snapshots_df.select(F.col("server").alias("_s"), F.col("cluster").alias("_sc"),
+                              F.struct(*snapshots_df.columns).alias("source_snapshot"))
+    upstream = (channels_df.where(F.col("source_server").isNotNull())
+                .select(F.col("server").alias("_s"), F.col("source_server").alias("_u"))
+                .join(snapshots_df.select(F.col("server").alias("_u"), F.col("gtid_executed").alias("_ux")), "_u")
+                .groupBy("_s").agg(F.collect_list("_ux").alias("upstream")))
+    base = (refused.join(rep, F.col("server") == F.col("_r")).join(src, F.col("source") == F.col("_s"))
+            .drop("_r").join(upstream, "_s", "left").drop("_s"))
+    clusters = (base.select("finding_key", F.col("_rc").alias("_cl"))
+                .union(base.select("finding_key", F.col("_sc").alias("_cl"))).distinct())
+    donors = (snapshots_df.select(F.col("server").alias("_d"), F.col("cluster").alias("_dc"),
+                                  F.struct(*snapshots_df.columns).alias("donor"))
+              .join(servers_df.select(F.col("server").alias("_d"), F.col("host").alias("donor_host"),
+                                      F.col("port").alias("donor_port")), "_d"))
+    downstream = (channels_df.where(F.col("source_server").isNotNull())
+                  .select(F.col("source_server").alias("server"), F.col("server").alias("_d")))
+    back = channels_df.select("server", F.col("channel_name").alias("channel"),
+                              F.col("source_host").alias("return_host"), F.col("source_port").alias("return_port"))
+    candidates = (base.drop("_rc", "_sc").join(clusters, "finding_key")
+                  .join(donors, F.col("_cl") == F.col("_dc"))
+                  .where((F.col("_d") != F.col("server")) & (F.col("_d") != F.col("source")))
+                  .join(downstream, ["server", "_d"], "left_anti")
+                  .join(back, ["server", "channel"], "left")
+                  .select("finding_key", "gtid_set", "replica", "source_snapshot", "upstream", "donor", "donor_host",
+                          "donor_port", "return_host", "return_port"))
+    return (candidates.mapInArrow(audit_tasks.donor_batches, audit_tasks.DONOR_DDL)
+            .groupBy("finding_key")
+            .agg(F.sort_array(F.collect_list(F.struct("donor", "donor_host", "donor_port"))).alias("donors"),
+                 F.first("replica_version").alias("replica_version"), F.first("return_host").alias("return_host"),
+                 F.first("return_port").alias("return_port")))
+
+
+def with_donors(findings_df, donors_df):
+    """``findings_df`` with its ``audit_tasks.DONOR_CHECK`` findings' remediations naming the
+    donors of ``donors_df`` (:func:`donor_frame`) and the steps for the first
+    (``audit_tasks.with_donors``); the other findings untouched."""
+    from pyspark.sql import functions as F
+
+    refused = F.col("check_id") == audit_tasks.DONOR_CHECK
+    patched = (findings_df.where(refused).join(donors_df, "finding_key", "left")
+               .mapInArrow(audit_tasks.with_donor_batches, _raw_spark_schema()))
+    return findings_df.where(~refused).unionByName(patched)
 
 
 _GROUP_FIELDS = ("group_name", "view_change_uuid", "single_primary_mode", "member_weight", "member_state",
@@ -834,6 +902,8 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         failover_out = failover_output_frame(failover_frame(resolved, snaps), run_id=run_id,
                                              run_date=run_date).persist(StorageLevel.MEMORY_AND_DISK)
         pair_findings = output_of(pair_out, "finding").unionByName(output_of(failover_out, "finding"))
+        # a replica its source refuses for purged transactions: which server still holds them
+        pair_findings = with_donors(pair_findings, donor_frame(pair_findings, snaps, servers, channels))
         readiness, horizon = output_of(failover_out, "readiness"), output_of(pair_out, "horizon")
         server_findings = server_frame(snaps, previous_snaps).mapInArrow(
             audit_tasks.check_server_batches, _raw_spark_schema())

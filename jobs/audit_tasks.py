@@ -14,12 +14,16 @@ calls these functions and writes what they return.
   its findings and readiness rows), :func:`group_batches`, :func:`check_server_batches`,
   :func:`identity_batches` (one row per shared server_uuid or server_id);
 * job findings: :func:`collection_finding_batches`, :func:`resolution_finding_batches`;
+* donors: :func:`donor_batches` (one row per refused pair's finding and candidate donor: the sound
+  ones) and :func:`with_donor_batches` (the finding with the steps for its first donor);
 * the findings of a run: :func:`finalize_batches` (one row per key, silences) and
   :func:`history_batches` (first_seen, resolved and carried rows, alert events).
 """
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -49,6 +53,9 @@ __all__ = [
     "identity_findings",
     "identity_batches",
     "purge_horizon",
+    "donor_batches",
+    "with_donors",
+    "with_donor_batches",
 ]
 
 #: Columns of a finding as the checks produce it (before history and silences).
@@ -582,6 +589,108 @@ def resolution_finding_batches(batches: Iterator[Any]) -> Iterator[Any]:
     for batch in batches:
         out = [f for f in map(_resolution_finding, batch.to_pylist()) if f is not None]
         yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+#: The check whose findings name donors (gtid_core.donors): servers that still hold in their
+#: binary logs what the pair's source purged.
+DONOR_CHECK = "source_purged_required_gtids"
+#: :func:`donor_batches`' rows: one per sound donor of a finding.
+DONOR_DDL = ("finding_key string, donor string, donor_host string, donor_port bigint, replica_version string, "
+             "return_host string, return_port bigint")
+
+
+def _donor_arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([("finding_key", pa.string()), ("donor", pa.string()), ("donor_host", pa.string()),
+                      ("donor_port", pa.int64()), ("replica_version", pa.string()), ("return_host", pa.string()),
+                      ("return_port", pa.int64())])
+
+
+def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body: one input row per :data:`DONOR_CHECK` finding and candidate donor
+    (``finding_key``, ``gtid_set``: what the replica lacks; ``replica``: its servers row without
+    binary logs; ``source_snapshot`` and ``donor``: servers rows with ``binary_logs``; ``upstream``:
+    the gtid_executed texts of the servers the source replicates from, NULL when none;
+    ``donor_host``, ``donor_port``; ``return_host``, ``return_port``: the address the replica's
+    channel used), one row out per donor :func:`gtid_core.donors.donor_refusal` finds sound.
+    A row whose snapshots cannot be parsed gives nothing (the pair's snapshot_invalid says why).
+    Snapshots are parsed once per server and batch."""
+    import pyarrow as pa
+
+    from gtid_core.donors import donor_refusal
+    from gtid_core.errors import GtidCoreError
+    from gtid_core.gtid_set import GtidSet
+
+    schema = _donor_arrow_schema()
+    for batch in batches:
+        parsed: dict[tuple[str, str], Any] = {}
+
+        def upstream_of(r: Mapping[str, Any]):
+            key = ("upstream", r["finding_key"])
+            if key not in parsed:
+                texts = r.get("upstream") or []
+                parsed[key] = (None if not texts or any(t is None for t in texts)
+                               else functools.reduce(operator.or_, map(GtidSet.parse, texts)))
+            return parsed[key]
+
+        def snap(role: str, row: Mapping[str, Any]):
+            key = (role, row["server"])
+            if key not in parsed:
+                parsed[key] = server_snapshot(row if role != "replica" else {**row, "binary_logs": None})
+            return parsed[key]
+
+        out = []
+        for r in batch.to_pylist():
+            try:
+                replica, source = snap("replica", r["replica"]), snap("source", r["source_snapshot"])
+                donor, missing = snap("donor", r["donor"]), GtidSet.parse(r["gtid_set"])
+                upstream = upstream_of(r)
+            except GtidCoreError:
+                continue
+            if donor_refusal(replica, source, donor, missing, upstream=upstream) is None:
+                out.append({"finding_key": r["finding_key"], "donor": r["donor"]["server"],
+                            "donor_host": r["donor_host"], "donor_port": r["donor_port"],
+                            "replica_version": r["replica"].get("version"), "return_host": r["return_host"],
+                            "return_port": r["return_port"]})
+        yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def with_donors(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A :data:`DONOR_CHECK` finding row (raw columns) whose ``donors`` (its sound donors sorted
+    by name, each ``donor``, ``donor_host``, ``donor_port``; NULL when none) name where the
+    replica can fetch what it lacks: the steps for the first (gtid_core.donors) come before the
+    check's own remediation (reprovisioning, the alternative), and the evidence lists them all
+    (``donors``). Without donors, the row as it was."""
+    from gtid_core.donors import fetch_from_donor_steps
+    from gtid_core.gtid_set import GtidSet
+    from gtid_core.versions import MySQLVersion
+
+    out = {k: row.get(k) for k in RAW_FINDING_COLUMNS}
+    donors = row.get("donors") or []
+    if not donors or not row.get("gtid_set"):
+        return out
+    version = MySQLVersion.parse(row["replica_version"]) if row.get("replica_version") else None
+    first = donors[0]
+    steps = fetch_from_donor_steps(
+        replica=row["server"], replica_version=version, channel=row.get("channel"), source=row["source"],
+        source_host=row.get("return_host"), source_port=row.get("return_port"),
+        donor=(first["donor"], first["donor_host"], first["donor_port"]),
+        others=[d["donor"] for d in donors[1:]], missing=GtidSet.parse(row["gtid_set"]))
+    out["remediation"] = f"{steps}\n{out['remediation']}" if out.get("remediation") else steps
+    evidence = json.loads(out["evidence"]) if out.get("evidence") else {}
+    evidence["donors"] = [d["donor"] for d in donors]
+    out["evidence"] = json.dumps(evidence, sort_keys=True, default=str)
+    return out
+
+
+def with_donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body of :func:`with_donors`: raw finding rows in, the same rows out."""
+    import pyarrow as pa
+
+    schema = _raw_arrow_schema()
+    for batch in batches:
+        yield pa.RecordBatch.from_pylist([with_donors(r) for r in batch.to_pylist()], schema=schema)
 
 
 #: Columns of a finding after :func:`finalize_batches` (raw + silences).

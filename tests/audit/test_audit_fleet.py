@@ -95,6 +95,15 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
     assert found[("errant_transactions", "r1", "src", "")]["gtid_set"] == f"{r1_uuid}:hotfix:1"
     assert found[("source_purged_required_gtids", "r3", "r1", "")]["gtid_set"] == one_line(purged.gtid_sets["missing"])
     assert "unreachable" in found[("collection_failed", "ghost", None, None)]["detail"]
+    # r1 purged what r3 lacks, src still holds it: the finding says to fetch it there (gtid_core.donors;
+    # tests/sandbox/test_donors.py runs such steps on real servers)
+    refused = found[("source_purged_required_gtids", "r3", "r1", "")]
+    src_port, r1_port = fleet.server("src").port, fleet.server("r1").port
+    assert json.loads(refused["evidence"])["donors"] == ["src"]
+    assert (f"On r3: STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = {src_port}; "
+            f"START REPLICA; wait until SELECT GTID_SUBSET('{refused['gtid_set']}', @@GLOBAL.gtid_executed) returns 1; "
+            f"STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = {r1_port}; "
+            "START REPLICA.") in refused["remediation"], refused["remediation"]
     assert {found[k]["severity"] for k in found if k[0] in ("failover_candidate_unsafe", "no_safe_failover_candidate")} \
         == {"warning"}
     info = {(r["check_id"], r["server"]): json.loads(r["evidence"]).get("caused_by")
