@@ -106,13 +106,16 @@ def _address(host: str | None, port: int | None, name: str) -> str:
 def fetch_from_donor_steps(*, replica: str, replica_version: MySQLVersion | None, channel: str | None,
                            source: str, source_host: str | None, source_port: int | None,
                            donor: tuple[str, str | None, int | None], others: Sequence[str] = (),
-                           missing: GtidSet) -> str:
+                           missing: GtidSet, multi_source: bool = False) -> str:
     """The remediation that has ``replica`` fetch ``missing`` from ``donor`` ((name, host, port),
     sound by :func:`donor_refusal`) and go back to ``source`` at the address its channel used,
     in the words of the replica's version (:func:`gtid_core.syntax.in_syntax_of`). ``others``
     names other sound donors (at most ``DONORS_NAMED - 1`` are listed). The wait is on the
-    server: GTID_SUBSET against gtid_executed (5.6.5+)."""
-    ch = f" FOR CHANNEL '{channel}'" if channel else ""
+    server: GTID_SUBSET against gtid_executed (5.6.5+). The statements name the channel when it
+    has a name, or when the replica has other channels (``multi_source``: without FOR CHANNEL,
+    STOP REPLICA stops them all and CHANGE REPLICATION SOURCE TO is refused with error 1964);
+    a single default channel is left unnamed, the only form before 5.7.6."""
+    ch = f" FOR CHANNEL '{channel or ''}'" if channel or multi_source else ""
     name, host, port = donor
     also = list(others)[:DONORS_NAMED - 1]
     text = (

@@ -246,7 +246,8 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
     beyond the source and is on its way to it is not counted against the donor.
 
     The candidates are the readable servers of the replica's cluster and of the source's, except
-    the replica, the source and the servers that replicate from the replica (a loop). Each
+    the replica, the source, the servers that replicate from the replica (a loop) and those
+    another of its channels replicates from (two channels from one server). Each
     (finding, candidate) pair is one row, assessed on the executors: no group of a cluster's
     snapshots is ever held at once, and the findings are few."""
     from pyspark.sql import functions as F
@@ -270,22 +271,26 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
                                   F.struct(*snapshots_df.columns).alias("donor"))
               .join(servers_df.select(F.col("server").alias("_d"), F.col("host").alias("donor_host"),
                                       F.col("port").alias("donor_port")), "_d"))
-    downstream = (channels_df.where(F.col("source_server").isNotNull())
-                  .select(F.col("source_server").alias("server"), F.col("server").alias("_d")))
-    back = channels_df.select("server", F.col("channel_name").alias("channel"),
-                              F.col("source_host").alias("return_host"), F.col("source_port").alias("return_port"))
+    # a server replicating from the replica (repointing to it would close a loop), or one another
+    # channel of the replica already replicates from (the detour would give it two channels from one server)
+    linked = channels_df.where(F.col("source_server").isNotNull())
+    linked = (linked.select(F.col("source_server").alias("server"), F.col("server").alias("_d"))
+              .union(linked.select("server", F.col("source_server").alias("_d"))))
+    back = (channels_df.select("server", F.col("channel_name").alias("channel"),
+                               F.col("source_host").alias("return_host"), F.col("source_port").alias("return_port"))
+            .join(channels_df.groupBy("server").agg((F.count("*") > 1).alias("multi_source")), "server"))
     candidates = (base.drop("_rc", "_sc").join(clusters, "finding_key")
                   .join(donors, F.col("_cl") == F.col("_dc"))
                   .where((F.col("_d") != F.col("server")) & (F.col("_d") != F.col("source")))
-                  .join(downstream, ["server", "_d"], "left_anti")
+                  .join(linked, ["server", "_d"], "left_anti")
                   .join(back, ["server", "channel"], "left")
                   .select("finding_key", "gtid_set", "replica", "source_snapshot", "upstream", "donor", "donor_host",
-                          "donor_port", "return_host", "return_port"))
+                          "donor_port", "return_host", "return_port", "multi_source"))
     return (candidates.mapInArrow(audit_tasks.donor_batches, audit_tasks.DONOR_DDL)
             .groupBy("finding_key")
             .agg(F.sort_array(F.collect_list(F.struct("donor", "donor_host", "donor_port"))).alias("donors"),
                  F.first("replica_version").alias("replica_version"), F.first("return_host").alias("return_host"),
-                 F.first("return_port").alias("return_port")))
+                 F.first("return_port").alias("return_port"), F.first("multi_source").alias("multi_source")))
 
 
 def with_donors(findings_df, donors_df):

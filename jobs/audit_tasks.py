@@ -596,7 +596,7 @@ def resolution_finding_batches(batches: Iterator[Any]) -> Iterator[Any]:
 DONOR_CHECK = "source_purged_required_gtids"
 #: :func:`donor_batches`' rows: one per sound donor of a finding.
 DONOR_DDL = ("finding_key string, donor string, donor_host string, donor_port bigint, replica_version string, "
-             "return_host string, return_port bigint")
+             "return_host string, return_port bigint, multi_source boolean")
 
 
 def _donor_arrow_schema():
@@ -604,7 +604,7 @@ def _donor_arrow_schema():
 
     return pa.schema([("finding_key", pa.string()), ("donor", pa.string()), ("donor_host", pa.string()),
                       ("donor_port", pa.int64()), ("replica_version", pa.string()), ("return_host", pa.string()),
-                      ("return_port", pa.int64())])
+                      ("return_port", pa.int64()), ("multi_source", pa.bool_())])
 
 
 def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
@@ -613,7 +613,7 @@ def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
     binary logs; ``source_snapshot`` and ``donor``: servers rows with ``binary_logs``; ``upstream``:
     the gtid_executed texts of the servers the source replicates from, NULL when none;
     ``donor_host``, ``donor_port``; ``return_host``, ``return_port``: the address the replica's
-    channel used), one row out per donor :func:`gtid_core.donors.donor_refusal` finds sound.
+    channel used; ``multi_source``: the replica has other channels), one row out per donor :func:`gtid_core.donors.donor_refusal` finds sound.
     A row whose snapshots cannot be parsed gives nothing (the pair's snapshot_invalid says why).
     Snapshots are parsed once per server and batch."""
     import pyarrow as pa
@@ -652,7 +652,7 @@ def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
                 out.append({"finding_key": r["finding_key"], "donor": r["donor"]["server"],
                             "donor_host": r["donor_host"], "donor_port": r["donor_port"],
                             "replica_version": r["replica"].get("version"), "return_host": r["return_host"],
-                            "return_port": r["return_port"]})
+                            "return_port": r["return_port"], "multi_source": bool(r.get("multi_source"))})
         yield pa.RecordBatch.from_pylist(out, schema=schema)
 
 
@@ -676,7 +676,8 @@ def with_donors(row: Mapping[str, Any]) -> dict[str, Any]:
         replica=row["server"], replica_version=version, channel=row.get("channel"), source=row["source"],
         source_host=row.get("return_host"), source_port=row.get("return_port"),
         donor=(first["donor"], first["donor_host"], first["donor_port"]),
-        others=[d["donor"] for d in donors[1:]], missing=GtidSet.parse(row["gtid_set"]))
+        others=[d["donor"] for d in donors[1:]], missing=GtidSet.parse(row["gtid_set"]),
+        multi_source=bool(row.get("multi_source")))
     out["remediation"] = f"{steps}\n{out['remediation']}" if out.get("remediation") else steps
     evidence = json.loads(out["evidence"]) if out.get("evidence") else {}
     evidence["donors"] = [d["donor"] for d in donors]

@@ -25,9 +25,9 @@ def server(name, executed, purged="", *, seconds, cluster="c"):
             "read_at": at}
 
 
-def channel(replica, source, retrieved, *, running=True, errno=0):
+def channel(replica, source, retrieved, *, running=True, errno=0, name=""):
     state = "Yes" if running else "No"
-    return {"run_id": "r", "run_date": DAY, "server": replica, "cluster": "c", "channel_name": "",
+    return {"run_id": "r", "run_date": DAY, "server": replica, "cluster": "c", "channel_name": name,
             "status_statement": "SHOW REPLICA STATUS", "source_server": source, "source_host": f"h-{source}",
             "source_port": 3306, "source_uuid": U, "retrieved_gtid_set": retrieved, "auto_position": True,
             "io_running": state, "sql_running": "Yes", "last_io_errno": errno, "relay_tail_events": 0}
@@ -40,17 +40,20 @@ def binlog(server, previous):
 
 
 #   u ──> s ──> r (refused: s purged U:11-15)   r ──> x (replicates r: a loop, never a donor)
+#               b ──(billing)──> r (r's other channel: b has it all too, but r already replicates from it)
 #         ├──> d (a sibling with it all: the donor)
 #         └──> e (a sibling with it all and an errant transaction: not a donor)
 #   u, read last under load, has U:19-20 that s has not received: on its way to s, so u is a donor too
 #   far (another cluster) has it all: not a candidate
-SERVERS = [server("r", f"{U}:1-10", seconds=1), server("x", f"{U}:1-18", seconds=0),
+B = "bbbbbbbb-0000-4000-8000-000000000002"   # b's own writes
+SERVERS = [server("r", f"{U}:1-10,{B}:1-3", seconds=1), server("b", f"{U}:1-18,{B}:1-3", seconds=7), server("x", f"{U}:1-18", seconds=0),
            server("d", f"{U}:1-18", seconds=2), server("e", f"{U}:1-18,{E}:1", seconds=3),
            server("s", f"{U}:1-18", f"{U}:1-15", seconds=4), server("u", f"{U}:1-20", seconds=5),
            server("far", f"{U}:1-18", seconds=6, cluster="c2")]
-CHANNELS = [channel("r", "s", f"{U}:1-10", running=False, errno=13114), channel("x", "r", f"{U}:1-18"),
+CHANNELS = [channel("r", "s", f"{U}:1-10", running=False, errno=13114),
+            channel("r", "b", f"{B}:1-3", name="billing"), channel("x", "r", f"{U}:1-18"),
             channel("d", "s", f"{U}:1-18"), channel("e", "s", f"{U}:1-18"), channel("s", "u", f"{U}:1-18")]
-BINLOGS = [binlog("s", f"{U}:1-15"), binlog("d", ""), binlog("e", ""), binlog("u", ""), binlog("x", ""),
+BINLOGS = [binlog("s", f"{U}:1-15"), binlog("b", ""), binlog("d", ""), binlog("e", ""), binlog("u", ""), binlog("x", ""),
            binlog("far", "")]
 
 
@@ -80,9 +83,11 @@ def test_the_refused_replica_is_told_which_servers_still_hold_what_its_source_pu
     assert refused["remediation"].endswith("\n" + before[key]["remediation"])   # reprovisioning, the alternative
     assert refused["remediation"].startswith(
         "d still has every missing transaction in its binary logs and would send r nothing s lacks (so would u): ")
-    assert (f"On r: STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-d', SOURCE_PORT = 3306; START "
-            f"REPLICA; wait until SELECT GTID_SUBSET('{U}:11-15', @@GLOBAL.gtid_executed) returns 1; STOP REPLICA; "
-            "CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-s', SOURCE_PORT = 3306; START REPLICA.") \
-        in refused["remediation"]
+    # r has two channels: the default one is named, or STOP REPLICA would stop billing too
+    ch = " FOR CHANNEL ''"
+    assert (f"On r: STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-d', SOURCE_PORT = 3306{ch}; "
+            f"START REPLICA{ch}; wait until SELECT GTID_SUBSET('{U}:11-15', @@GLOBAL.gtid_executed) returns 1; "
+            f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-s', SOURCE_PORT = 3306{ch}; "
+            f"START REPLICA{ch}.") in refused["remediation"]
     # every other finding as it was
     assert {k: r for k, r in after.items() if k != key} == {k: r for k, r in before.items() if k != key}

@@ -121,3 +121,12 @@ def test_the_steps_are_in_the_words_of_the_replicas_version_and_placeholders_sta
     assert "On r: STOP SLAVE; CHANGE MASTER TO MASTER_HOST = 'h', MASTER_PORT = 1; START SLAVE;" in text
     assert "CHANGE MASTER TO MASTER_HOST = '<address of s>', MASTER_PORT = <port of s>; START SLAVE." in text
     assert "REPLICA" not in text.replace("replication account", "")
+
+
+def test_the_default_channel_of_a_multi_source_replica_is_named():
+    """Without FOR CHANNEL, STOP REPLICA stops every channel and CHANGE REPLICATION SOURCE TO is
+    refused (1964) on a replica with several."""
+    text = fetch_from_donor_steps(replica="r", replica_version=V97, channel="", source="s", source_host="h",
+                                  source_port=1, donor=("d", "h", 2), missing=MISSING, multi_source=True)
+    assert "On r: STOP REPLICA FOR CHANNEL ''; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h', SOURCE_PORT = 2 " \
+           "FOR CHANNEL ''; START REPLICA FOR CHANNEL '';" in text
