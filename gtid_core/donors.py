@@ -17,27 +17,36 @@ a candidate donor ``D``, whether that detour is sound. It is, when all of these 
    ``MYSQL_BIN_LOG::find_first_log_not_in_gtid_set``). With 1 this means D's binary logs hold
    everything D has and R lacks, the missing set included.
 3. **D sends R nothing S will not have**: ``D.gtid_executed - R.gtid_executed - S.gtid_executed``
-   is empty, or within ``upstream``: the ``gtid_executed`` of the servers S replicates from, whose
-   transactions reach S anyway (S's own source, read after S, holds writes S has not received yet:
-   a donor upstream of S under load). Otherwise R would take D's errant transactions or another
-   channel's GTIDs with it.
-4. **Back on S, R streams**: S's reconnect of R announcing ``R.gtid_executed ∪ D.gtid_executed``
-   streams. Both sets only grow after the reads, and every rule of that reconnect is monotone in
-   the announced set, so what R has once it caught up from D passes too.
-5. **D's binary log holds what it replicated**: ``log_bin`` and ``log_replica_updates`` are ON.
-   With ``log_replica_updates`` OFF a replicated transaction is in D's ``gtid_executed`` but in
-   none of its binary logs (gtid_purged counts it on 8.0, but not on every version).
-6. **D is not a newer release series than R**: replication from a newer series to an older one
-   is not supported (MySQL manual, "Replication Compatibility Between MySQL Versions"); a tagged
-   GTID (8.3+) cannot reach an older replica at all.
+   is empty, or within ``upstream``: the ``gtid_executed`` of the servers S replicates from over a
+   healthy AUTO_POSITION channel (both threads running, no error), whose transactions reach S
+   anyway (S's own source, read after S, holds writes S has not received yet: a donor upstream of
+   S under load). Otherwise R would take D's errant transactions or another channel's GTIDs
+   with it.
+4. **Back on S, R streams**: S's reconnect of R announcing ``R.gtid_executed ∪ missing`` (the
+   least R holds once it has waited) streams. The steps wait on S's ``gtid_purged`` read just
+   before the return, not on tonight's ``missing``: S may purge more in between.
+5. **D's binary log holds what it replicated, whole**: ``log_bin`` and ``log_replica_updates`` are
+   ON (with ``log_replica_updates`` OFF a replicated transaction is in D's ``gtid_executed`` but in
+   none of its binary logs), and no channel of D filters (``Replicate_Do_DB`` ... ``Replicate_Rewrite_DB``
+   known and empty: a filtered transaction is logged by D as an empty transaction with its GTID,
+   so R would mark it executed without its data).
+6. **The versions replicate**: D is not newer than R (replication to an older server is not
+   supported, and a newer patch release can write what an older one cannot read, such as 8.0.20's
+   compressed transactions), and at most one series older: 5.6 to 5.7, 5.7 to 8.0, 8.0 to 8.4 and
+   the innovation releases before it, 8.4 and later to the next (MySQL manual, "Replication
+   Compatibility Between MySQL Versions"). A tagged GTID (8.3+) never reaches an older replica.
 
 Any input unknown refuses the donor: a donor is named only when every condition is known to hold.
 
 What it cannot see: whether D accepts R's connection (the replication account, TLS, the network
-between them), and what D purges between the read and the repoint (the steps wait on the server,
-so a purge there shows as the same 13114 error from D, and R is repointed back). A server that
-replicates from R is excluded by the audit job (repointing R to it would close a loop); one further
-down R's chain lacks what R lacks and fails 1.
+between them: the steps keep R's stored user and password, so a channel started with START
+REPLICA USER=... must be given them again); whether the address the audit reads D at is the one R
+reaches it at (the steps check the Source_UUID R sees); D's own consistency (a transaction skipped
+on D by hand as an empty one, replica_skip_errors, IDEMPOTENT mode: the same trust a promotion of D
+needs; a checksum after the return shows it); what D writes or purges after the read (a purge shows
+as error 13114 from D, and the steps send R back). A server that replicates from R is excluded by
+the audit job (repointing R to it would close a loop); one further down R's chain lacks what R
+lacks and fails 1.
 """
 from __future__ import annotations
 
@@ -60,22 +69,42 @@ def _short(s: GtidSet, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _replicates_to(donor: MySQLVersion, replica: MySQLVersion) -> bool:
+    """Condition 6: a source of version ``donor`` serves a replica of version ``replica``."""
+    if donor.triple > replica.triple:
+        return False
+    d, r = donor.triple[:2], replica.triple[:2]
+    if d == r:
+        return True
+    if d[0] == 5 or r[0] == 5:
+        return (d, r) in {((5, 6), (5, 7)), ((5, 7), (8, 0))}
+    if d == (8, 0):
+        return r[0] == 8                      # to 8.4 LTS and the innovation releases before it
+    return r[0] - d[0] <= 1                   # 8.1+ to the next series
+
+
 def donor_refusal(replica: ServerSnapshot, source: ServerSnapshot, donor: ServerSnapshot,
-                  missing: GtidSet, *, upstream: GtidSet | None = None) -> str | None:
+                  missing: GtidSet, *, upstream: GtidSet | None = None,
+                  unfiltered: bool | None = None) -> str | None:
     """None when ``donor`` can serve ``replica`` what ``source`` purged (``missing``) and let it go
     back to ``source`` (the module's six conditions); otherwise the first condition that fails, in
     words. ``upstream``: the union of the gtid_executed of the servers ``source`` replicates from
-    (None: none, or not read)."""
+    over a healthy AUTO_POSITION channel (None: none, or not read). ``unfiltered``: True when every
+    channel of ``donor`` is known to filter nothing (or it has none), False when one filters, None
+    when unknown."""
     if replica.gtid_executed is None or source.gtid_executed is None or donor.gtid_executed is None:
         return "a gtid_executed is unknown"
     if donor.log_bin is not True:
         return "its binary log is off or unknown"
     if donor.log_replica_updates is not True:
         return "log_replica_updates is off or unknown: its binary logs may lack what it replicated"
+    if unfiltered is not True:
+        return ("a channel of it has replication filters: its binary logs hold empty transactions for what they "
+                "filtered" if unfiltered is False else "its channels' replication filters are unknown")
     if replica.version is None or donor.version is None:
         return "a version is unknown"
-    if donor.version.triple[:2] > replica.version.triple[:2]:
-        return f"it runs MySQL {donor.version}, a newer series than the replica's {replica.version}"
+    if not _replicates_to(donor.version, replica.version):
+        return f"MySQL {donor.version} does not replicate to the replica's MySQL {replica.version}"
     lacking = missing - donor.gtid_executed
     if lacking:
         return f"it lacks {lacking.count()} of the missing transactions ({_short(lacking)})"
@@ -89,7 +118,7 @@ def donor_refusal(replica: ServerSnapshot, source: ServerSnapshot, donor: Server
                               replica_version=replica.version)
     if there.kind is not ReconnectKind.STREAMS:
         return f"it would not stream to the replica ({there.error or there.kind.value}: {there.reason or there.rule})"
-    back = reconnect_outcome(source, gtid_executed=replica.gtid_executed | donor.gtid_executed,
+    back = reconnect_outcome(source, gtid_executed=replica.gtid_executed | missing,
                              retrieved_gtid_set=None, replica_version=replica.version)
     if back.kind is not ReconnectKind.STREAMS:
         return (f"back on its source the replica would still not stream ({back.error or back.kind.value}: "
@@ -105,27 +134,39 @@ def _address(host: str | None, port: int | None, name: str) -> str:
 
 def fetch_from_donor_steps(*, replica: str, replica_version: MySQLVersion | None, channel: str | None,
                            source: str, source_host: str | None, source_port: int | None,
-                           donor: tuple[str, str | None, int | None], others: Sequence[str] = (),
-                           missing: GtidSet, multi_source: bool = False) -> str:
+                           source_purged: GtidSet | None = None,
+                           donor: tuple[str, str | None, int | None], donor_uuid: str | None = None,
+                           others: Sequence[str] = (), missing: GtidSet, multi_source: bool = False) -> str:
     """The remediation that has ``replica`` fetch ``missing`` from ``donor`` ((name, host, port),
     sound by :func:`donor_refusal`) and go back to ``source`` at the address its channel used,
     in the words of the replica's version (:func:`gtid_core.syntax.in_syntax_of`). ``others``
-    names other sound donors (at most ``DONORS_NAMED - 1`` are listed). The wait is on the
-    server: GTID_SUBSET against gtid_executed (5.6.5+). The statements name the channel when it
-    has a name, or when the replica has other channels (``multi_source``: without FOR CHANNEL,
-    STOP REPLICA stops them all and CHANGE REPLICATION SOURCE TO is refused with error 1964);
-    a single default channel is left unnamed, the only form before 5.7.6."""
+    names other sound donors (at most ``DONORS_NAMED - 1`` are listed).
+
+    Before it waits, the replica is checked to have reached ``donor_uuid`` (the address is the
+    audit's, not necessarily the replica's) and not to be refused (13114: the donor purged them
+    too since the read); either way it goes back. The wait is on the server: GTID_SUBSET (5.6.5+)
+    of the source's gtid_purged read just then (``source_purged``, tonight's value, is shown) against
+    the replica's gtid_executed, so a purge on the source after tonight's read does not refuse the
+    return. The statements name the channel when it has a name, or when the replica has other
+    channels (``multi_source``: without FOR CHANNEL, STOP REPLICA stops them all and CHANGE
+    REPLICATION SOURCE TO is refused with error 1964); a single default channel is left unnamed,
+    the only form before 5.7.6."""
     ch = f" FOR CHANNEL '{channel or ''}'" if channel or multi_source else ""
     name, host, port = donor
     also = list(others)[:DONORS_NAMED - 1]
+    back = f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO {_address(source_host, source_port, source)}{ch}; START REPLICA{ch}"
+    reached = (f"Source_UUID '{donor_uuid}' and " if donor_uuid else "")
+    tonight = f" (the audit read '{source_purged.to_text(multiline=False)}')" if source_purged is not None else ""
     text = (
         f"{name} still has every missing transaction in its binary logs and would send {replica} nothing "
         f"{source} lacks" + (f" (so would {', '.join(also)})" if also else "") + ": "
         f"{replica} can fetch them from {name} and go back to {source}, without reprovisioning. On {replica}: "
         f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO {_address(host, port, name)}{ch}; START REPLICA{ch}; "
-        f"wait until SELECT GTID_SUBSET('{missing.to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1; "
-        f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO {_address(source_host, source_port, source)}{ch}; "
-        f"START REPLICA{ch}. The CHANGE keeps SOURCE_AUTO_POSITION and the replication account, which must exist "
-        f"on {name} too; {name} must accept {replica}'s connection (network, TLS)."
+        f"check that SHOW REPLICA STATUS{ch} shows {reached}no Last_IO_Errno 13114 (otherwise another server "
+        f"answers there, or {name} purged them too: go back to {source} the same way); "
+        f"read SELECT @@GLOBAL.gtid_purged on {source}{tonight}; wait until SELECT GTID_SUBSET('<that set>', "
+        f"@@GLOBAL.gtid_executed) returns 1 (it holds '{missing.to_text(multiline=False)}'); {back}. "
+        f"The CHANGE keeps SOURCE_AUTO_POSITION and the replication account, which must exist on {name} too; "
+        f"{name} must accept {replica}'s connection (network, TLS)."
     )
     return in_syntax_of(text, replica_version)

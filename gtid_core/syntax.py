@@ -47,6 +47,7 @@ _STATEMENT_RULES: tuple[_Rule, ...] = (
     ((8, 0, 22), re.compile(r"\b(START|STOP|RESET|SHOW) REPLICA\b"), r"\1 SLAVE"),
     ((8, 0, 22), re.compile(r"\bReplica_(IO_Running|SQL_Running|SQL_Running_State|IO_State)\b"), r"Slave_\1"),
     ((8, 0, 22), re.compile(r"\bSeconds_Behind_Source\b"), "Seconds_Behind_Master"),
+    ((8, 0, 22), re.compile(r"\bSource_UUID\b"), "Master_UUID"),
     ((8, 0, 23), re.compile(r"\bCHANGE REPLICATION SOURCE TO\b"), "CHANGE MASTER TO"),
     ((8, 0, 23), re.compile(r"\bSOURCE_(AUTO_POSITION|DELAY|HOST|PORT|USER|PASSWORD|LOG_FILE|LOG_POS|CONNECT_RETRY|"
                             r"RETRY_COUNT|HEARTBEAT_PERIOD)\b"), r"MASTER_\1"),

@@ -237,20 +237,28 @@ def failover_frame(pairs_df, snapshots_df):
 
 def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
     """Where each replica refused for purged transactions (``audit_tasks.DONOR_CHECK`` findings of
-    ``findings_df``) can still fetch them: one row per such finding with a sound donor
-    (``gtid_core.donors``), ``finding_key``, ``donors`` (``donor``, ``donor_host``, ``donor_port``,
-    sorted by name), ``replica_version``, and ``return_host`` and ``return_port`` (the address its
-    channel used for the source).
+    ``findings_df``, on an AUTO_POSITION channel) can still fetch them: one row per such finding
+    with a sound donor (``gtid_core.donors``), ``finding_key``, ``donors`` (``donor``,
+    ``donor_host``, ``donor_port``, ``donor_uuid``, sorted by name), ``replica_version``,
+    ``return_host`` and ``return_port`` (the address its channel used for the source),
+    ``multi_source`` (the replica has other channels) and ``source_purged``.
 
-    ``upstream`` is the gtid_executed of each server the source replicates from: what a donor has
-    beyond the source and is on its way to it is not counted against the donor.
+    ``upstream`` is the gtid_executed of each server the source replicates from over a healthy
+    AUTO_POSITION channel: what a donor has beyond the source and is on its way to it is not
+    counted against the donor. ``unfiltered`` says whether every channel of a candidate is known
+    to filter nothing. A donor's address is the one its replicas use when it has any (the
+    audit's own may be a tunnel), else the inventory's.
 
-    The candidates are the readable servers of the replica's cluster and of the source's, except
-    the replica, the source, the servers that replicate from the replica (a loop) and those
-    another of its channels replicates from (two channels from one server). Each
-    (finding, candidate) pair is one row, assessed on the executors: no group of a cluster's
-    snapshots is ever held at once, and the findings are few."""
+    The candidates are the readable servers of the replica's cluster and of the source's, with
+    their binary log and log_replica_updates ON and gtid_executed read, except the replica, the
+    source, the servers that replicate from the replica (a loop) and those another of its
+    channels replicates from (two channels from one server). Each (finding, candidate) pair is one
+    row, assessed on the executors a slice at a time: no group of a cluster's snapshots is ever
+    held at once, and the findings are few."""
     from pyspark.sql import functions as F
+
+    def col(df, name):      # a column an older table lacks: NULL, read as unknown
+        return F.col(name) if name in df.columns else F.lit(None).cast("string")
 
     refused = (findings_df.where((F.col("check_id") == audit_tasks.DONOR_CHECK) & F.col("gtid_set").isNotNull())
                .select("finding_key", "server", "source", "channel", "gtid_set"))
@@ -259,38 +267,57 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
                               F.struct(*no_logs).alias("replica"))
     src = snapshots_df.select(F.col("server").alias("_s"), F.col("cluster").alias("_sc"),
                               F.struct(*snapshots_df.columns).alias("source_snapshot"))
-    upstream = (channels_df.where(F.col("source_server").isNotNull())
-                .select(F.col("server").alias("_s"), F.col("source_server").alias("_u"))
+    linked = channels_df.where(F.col("source_server").isNotNull())
+    healthy = linked.where((F.col("io_running") == "Yes") & (F.col("sql_running") == "Yes")
+                           & (F.coalesce("last_io_errno", F.lit(0)) == 0) & (F.coalesce("last_sql_errno", F.lit(0)) == 0)
+                           & (F.col("auto_position") == F.lit(True)))
+    upstream = (healthy.select(F.col("server").alias("_s"), F.col("source_server").alias("_u"))
                 .join(snapshots_df.select(F.col("server").alias("_u"), F.col("gtid_executed").alias("_ux")), "_u")
                 .groupBy("_s").agg(F.collect_list("_ux").alias("upstream")))
     base = (refused.join(rep, F.col("server") == F.col("_r")).join(src, F.col("source") == F.col("_s"))
             .drop("_r").join(upstream, "_s", "left").drop("_s"))
     clusters = (base.select("finding_key", F.col("_rc").alias("_cl"))
                 .union(base.select("finding_key", F.col("_sc").alias("_cl"))).distinct())
-    donors = (snapshots_df.select(F.col("server").alias("_d"), F.col("cluster").alias("_dc"),
-                                  F.struct(*snapshots_df.columns).alias("donor"))
-              .join(servers_df.select(F.col("server").alias("_d"), F.col("host").alias("donor_host"),
-                                      F.col("port").alias("donor_port")), "_d"))
+    filters = col(channels_df, "replication_filters")
+    unfiltered = (channels_df.groupBy(F.col("server").alias("_d"))
+                  .agg(F.max((filters != "").cast("int")).alias("_some"),
+                       F.max(filters.isNull().cast("int")).alias("_unknown")))
+    observed = (linked.where(F.col("source_host").isNotNull() & F.col("source_port").isNotNull())
+                .groupBy(F.col("source_server").alias("_d"))
+                .agg(F.min(F.struct("source_host", "source_port")).alias("_seen")))
+    donors = (snapshots_df.where(F.col("gtid_executed").isNotNull() & (F.col("log_bin") == F.lit(True))
+                                 & (F.col("log_replica_updates") == F.lit(True)))
+              .select(F.col("server").alias("_d"), F.col("cluster").alias("_dc"),
+                      F.struct(*snapshots_df.columns).alias("donor"))
+              .join(servers_df.select(F.col("server").alias("_d"), "host", "port"), "_d")
+              .join(observed, "_d", "left")
+              .join(unfiltered, "_d", "left")
+              .select("_d", "_dc", "donor",
+                      F.coalesce(F.col("_seen.source_host"), F.col("host")).alias("donor_host"),
+                      F.coalesce(F.col("_seen.source_port"), F.col("port")).alias("donor_port"),
+                      F.when(F.col("_some") == 1, F.lit(False)).when(F.col("_unknown") == 1, F.lit(None))
+                      .otherwise(F.lit(True)).alias("unfiltered")))
     # a server replicating from the replica (repointing to it would close a loop), or one another
     # channel of the replica already replicates from (the detour would give it two channels from one server)
-    linked = channels_df.where(F.col("source_server").isNotNull())
-    linked = (linked.select(F.col("source_server").alias("server"), F.col("server").alias("_d"))
-              .union(linked.select("server", F.col("source_server").alias("_d"))))
-    back = (channels_df.select("server", F.col("channel_name").alias("channel"),
-                               F.col("source_host").alias("return_host"), F.col("source_port").alias("return_port"))
+    loops = (linked.select(F.col("source_server").alias("server"), F.col("server").alias("_d"))
+             .union(linked.select("server", F.col("source_server").alias("_d"))))
+    back = (channels_df.where(F.col("auto_position") == F.lit(True))
+            .select("server", F.col("channel_name").alias("channel"),
+                    F.col("source_host").alias("return_host"), F.col("source_port").alias("return_port"))
             .join(channels_df.groupBy("server").agg((F.count("*") > 1).alias("multi_source")), "server"))
-    candidates = (base.drop("_rc", "_sc").join(clusters, "finding_key")
+    candidates = (base.drop("_rc", "_sc").join(back, ["server", "channel"])
+                  .join(clusters, "finding_key")
                   .join(donors, F.col("_cl") == F.col("_dc"))
                   .where((F.col("_d") != F.col("server")) & (F.col("_d") != F.col("source")))
-                  .join(linked, ["server", "_d"], "left_anti")
-                  .join(back, ["server", "channel"], "left")
+                  .join(loops, ["server", "_d"], "left_anti")
                   .select("finding_key", "gtid_set", "replica", "source_snapshot", "upstream", "donor", "donor_host",
-                          "donor_port", "return_host", "return_port", "multi_source"))
+                          "donor_port", "unfiltered", "return_host", "return_port", "multi_source"))
     return (candidates.mapInArrow(audit_tasks.donor_batches, audit_tasks.DONOR_DDL)
             .groupBy("finding_key")
-            .agg(F.sort_array(F.collect_list(F.struct("donor", "donor_host", "donor_port"))).alias("donors"),
-                 F.first("replica_version").alias("replica_version"), F.first("return_host").alias("return_host"),
-                 F.first("return_port").alias("return_port"), F.first("multi_source").alias("multi_source")))
+            .agg(F.sort_array(F.collect_list(F.struct("donor", "donor_host", "donor_port", "donor_uuid")))
+                 .alias("donors"),
+                 *[F.first(c).alias(c) for c in ("replica_version", "return_host", "return_port", "multi_source",
+                                                 "source_purged")]))
 
 
 def with_donors(findings_df, donors_df):

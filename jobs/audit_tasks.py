@@ -595,16 +595,21 @@ def resolution_finding_batches(batches: Iterator[Any]) -> Iterator[Any]:
 #: binary logs what the pair's source purged.
 DONOR_CHECK = "source_purged_required_gtids"
 #: :func:`donor_batches`' rows: one per sound donor of a finding.
-DONOR_DDL = ("finding_key string, donor string, donor_host string, donor_port bigint, replica_version string, "
-             "return_host string, return_port bigint, multi_source boolean")
+DONOR_DDL = ("finding_key string, donor string, donor_host string, donor_port bigint, donor_uuid string, "
+             "replica_version string, return_host string, return_port bigint, multi_source boolean, "
+             "source_purged string")
+#: Input rows of :func:`donor_batches` made Python objects at once: each carries two servers'
+#: binary-log headers (up to 500 each).
+_DONOR_SLICE_ROWS = 64
 
 
 def _donor_arrow_schema():
     import pyarrow as pa
 
     return pa.schema([("finding_key", pa.string()), ("donor", pa.string()), ("donor_host", pa.string()),
-                      ("donor_port", pa.int64()), ("replica_version", pa.string()), ("return_host", pa.string()),
-                      ("return_port", pa.int64()), ("multi_source", pa.bool_())])
+                      ("donor_port", pa.int64()), ("donor_uuid", pa.string()), ("replica_version", pa.string()),
+                      ("return_host", pa.string()), ("return_port", pa.int64()), ("multi_source", pa.bool_()),
+                      ("source_purged", pa.string())])
 
 
 def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
@@ -612,10 +617,12 @@ def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
     (``finding_key``, ``gtid_set``: what the replica lacks; ``replica``: its servers row without
     binary logs; ``source_snapshot`` and ``donor``: servers rows with ``binary_logs``; ``upstream``:
     the gtid_executed texts of the servers the source replicates from, NULL when none;
-    ``donor_host``, ``donor_port``; ``return_host``, ``return_port``: the address the replica's
-    channel used; ``multi_source``: the replica has other channels), one row out per donor :func:`gtid_core.donors.donor_refusal` finds sound.
-    A row whose snapshots cannot be parsed gives nothing (the pair's snapshot_invalid says why).
-    Snapshots are parsed once per server and batch."""
+    ``unfiltered``: every channel of the donor filters nothing (NULL = unknown); ``donor_host``,
+    ``donor_port``; ``return_host``, ``return_port``: the address the replica's channel used;
+    ``multi_source``: the replica has other channels), one row out per donor
+    :func:`gtid_core.donors.donor_refusal` finds sound. A row whose snapshots cannot be parsed
+    gives nothing (the pair's snapshot_invalid says why). Rows become Python objects
+    :data:`_DONOR_SLICE_ROWS` at a time; snapshots are parsed once per server and slice."""
     import pyarrow as pa
 
     from gtid_core.donors import donor_refusal
@@ -624,35 +631,40 @@ def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
 
     schema = _donor_arrow_schema()
     for batch in batches:
-        parsed: dict[tuple[str, str], Any] = {}
-
-        def upstream_of(r: Mapping[str, Any]):
-            key = ("upstream", r["finding_key"])
-            if key not in parsed:
-                texts = r.get("upstream") or []
-                parsed[key] = (None if not texts or any(t is None for t in texts)
-                               else functools.reduce(operator.or_, map(GtidSet.parse, texts)))
-            return parsed[key]
-
-        def snap(role: str, row: Mapping[str, Any]):
-            key = (role, row["server"])
-            if key not in parsed:
-                parsed[key] = server_snapshot(row if role != "replica" else {**row, "binary_logs": None})
-            return parsed[key]
-
         out = []
-        for r in batch.to_pylist():
-            try:
-                replica, source = snap("replica", r["replica"]), snap("source", r["source_snapshot"])
-                donor, missing = snap("donor", r["donor"]), GtidSet.parse(r["gtid_set"])
-                upstream = upstream_of(r)
-            except GtidCoreError:
-                continue
-            if donor_refusal(replica, source, donor, missing, upstream=upstream) is None:
-                out.append({"finding_key": r["finding_key"], "donor": r["donor"]["server"],
-                            "donor_host": r["donor_host"], "donor_port": r["donor_port"],
-                            "replica_version": r["replica"].get("version"), "return_host": r["return_host"],
-                            "return_port": r["return_port"], "multi_source": bool(r.get("multi_source"))})
+        for start in range(0, batch.num_rows, _DONOR_SLICE_ROWS):
+            parsed: dict[tuple[str, str], Any] = {}
+
+            def snap(role: str, row: Mapping[str, Any]):
+                key = (role, row["server"])
+                if key not in parsed:
+                    parsed[key] = server_snapshot(row if role != "replica" else {**row, "binary_logs": None})
+                return parsed[key]
+
+            def upstream_of(r: Mapping[str, Any]):
+                key = ("upstream", r["finding_key"])
+                if key not in parsed:
+                    texts = r.get("upstream") or []
+                    parsed[key] = (None if not texts or any(t is None for t in texts)
+                                   else functools.reduce(operator.or_, map(GtidSet.parse, texts)))
+                return parsed[key]
+
+            for r in batch.slice(start, _DONOR_SLICE_ROWS).to_pylist():
+                try:
+                    replica, source = snap("replica", r["replica"]), snap("source", r["source_snapshot"])
+                    donor, missing = snap("donor", r["donor"]), GtidSet.parse(r["gtid_set"])
+                    upstream = upstream_of(r)
+                except GtidCoreError:
+                    continue
+                if donor_refusal(replica, source, donor, missing, upstream=upstream,
+                                 unfiltered=r.get("unfiltered")) is None:
+                    out.append({"finding_key": r["finding_key"], "donor": r["donor"]["server"],
+                                "donor_host": r["donor_host"], "donor_port": r["donor_port"],
+                                "donor_uuid": donor.server_uuid, "replica_version": r["replica"].get("version"),
+                                "return_host": r["return_host"], "return_port": r["return_port"],
+                                "multi_source": bool(r.get("multi_source")),
+                                "source_purged": None if source.gtid_purged is None
+                                else source.gtid_purged.to_text(multiline=False)})
         yield pa.RecordBatch.from_pylist(out, schema=schema)
 
 
@@ -675,7 +687,8 @@ def with_donors(row: Mapping[str, Any]) -> dict[str, Any]:
     steps = fetch_from_donor_steps(
         replica=row["server"], replica_version=version, channel=row.get("channel"), source=row["source"],
         source_host=row.get("return_host"), source_port=row.get("return_port"),
-        donor=(first["donor"], first["donor_host"], first["donor_port"]),
+        source_purged=GtidSet.parse(row["source_purged"]) if row.get("source_purged") is not None else None,
+        donor=(first["donor"], first["donor_host"], first["donor_port"]), donor_uuid=first.get("donor_uuid"),
         others=[d["donor"] for d in donors[1:]], missing=GtidSet.parse(row["gtid_set"]),
         multi_source=bool(row.get("multi_source")))
     out["remediation"] = f"{steps}\n{out['remediation']}" if out.get("remediation") else steps

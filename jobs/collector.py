@@ -247,6 +247,20 @@ def normalise_replica_status(row: Mapping[str, Any]) -> dict[str, Any]:
     return {_RENAMED.get(k, k): v for k, v in row.items()}
 
 
+#: The replication filters of a SHOW REPLICA STATUS row (each channel's row shows the global
+#: filters too; Replicate_Rewrite_DB from 5.7).
+FILTER_COLUMNS = ("Replicate_Do_DB", "Replicate_Ignore_DB", "Replicate_Do_Table", "Replicate_Ignore_Table",
+                  "Replicate_Wild_Do_Table", "Replicate_Wild_Ignore_Table", "Replicate_Rewrite_DB")
+
+
+def replication_filters(row: Mapping[str, Any]) -> str | None:
+    """The channel's filters as ``Column=value`` pairs joined by '; ' ('' = none), or None when a
+    filter column is absent (5.6 shows no Replicate_Rewrite_DB: unknown)."""
+    if any(col not in row for col in FILTER_COLUMNS):
+        return None
+    return "; ".join(f"{col}={_text(row[col])}" for col in FILTER_COLUMNS if _text(row[col]))
+
+
 # --- run context and results ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -631,6 +645,7 @@ class ServerReader:
                 "exec_source_log_pos": c("Exec_Source_Log_Pos", "int"),
                 "seconds_behind_source": c("Seconds_Behind_Source", "int"),
                 "sql_delay": c("SQL_Delay", "int"),
+                "replication_filters": replication_filters(r),
             }
             self._resolve_source(row)
             for col in ("retrieved_gtid_set", "executed_gtid_set"):

@@ -95,7 +95,7 @@ SERVERS = register(TableSchema(
 
 CHANNELS = register(TableSchema(
     name="channels",
-    version=4,
+    version=5,
     upgrades_from=3,
     description="One row per replica channel (SHOW REPLICA STATUS / SHOW SLAVE STATUS row), "
                 "joined with performance_schema receiver state and applier configuration.",
@@ -178,6 +178,9 @@ CHANNELS = register(TableSchema(
           "applier caught up (equal positions, or 'has read all relay log' when they are unknown) with retrieved GTIDs outside its Executed_Gtid_Set: the "
           "server reads Executed_Gtid_Set before the positions, so a transaction committed in between "
           "looks lost; NULL when not needed or not read", since=4),
+        C("replication_filters", L.STRING, True,
+          "the channel's replication filters (Replicate_Do_DB ... Replicate_Rewrite_DB, global ones included) "
+          "as 'Column=value' joined by '; ', '' when none; NULL when a filter column is absent (5.6)", since=5),
     ),
 ))
 

@@ -25,10 +25,11 @@ def server(name, executed, purged="", *, seconds, cluster="c"):
             "read_at": at}
 
 
-def channel(replica, source, retrieved, *, running=True, errno=0, name=""):
+def channel(replica, source, retrieved, *, running=True, errno=0, name="", filters="", host=None):
     state = "Yes" if running else "No"
     return {"run_id": "r", "run_date": DAY, "server": replica, "cluster": "c", "channel_name": name,
-            "status_statement": "SHOW REPLICA STATUS", "source_server": source, "source_host": f"h-{source}",
+            "replication_filters": filters, "status_statement": "SHOW REPLICA STATUS", "source_server": source,
+            "source_host": host or f"h-{source}",
             "source_port": 3306, "source_uuid": U, "retrieved_gtid_set": retrieved, "auto_position": True,
             "io_running": state, "sql_running": "Yes", "last_io_errno": errno, "relay_tail_events": 0}
 
@@ -40,22 +41,26 @@ def binlog(server, previous):
 
 
 #   u ──> s ──> r (refused: s purged U:11-15)   r ──> x (replicates r: a loop, never a donor)
-#               b ──(billing)──> r (r's other channel: b has it all too, but r already replicates from it)
-#         ├──> d (a sibling with it all: the donor)
-#         └──> e (a sibling with it all and an errant transaction: not a donor)
+#         │     b ──(billing)──> r (r's other channel: b has it all too, but r already replicates from it)
+#         ├──> d (a sibling with it all: the donor) ──> y (has it all too; reaches d at 'd.replicas')
+#         ├──> e (a sibling with it all and an errant transaction: not a donor)
+#         ├──> f (a sibling with it all through a replication filter: not a donor)
+#         └──> g (a sibling with it all, its filters unknown: not a donor)
 #   u, read last under load, has U:19-20 that s has not received: on its way to s, so u is a donor too
 #   far (another cluster) has it all: not a candidate
 B = "bbbbbbbb-0000-4000-8000-000000000002"   # b's own writes
-SERVERS = [server("r", f"{U}:1-10,{B}:1-3", seconds=1), server("b", f"{U}:1-18,{B}:1-3", seconds=7), server("x", f"{U}:1-18", seconds=0),
-           server("d", f"{U}:1-18", seconds=2), server("e", f"{U}:1-18,{E}:1", seconds=3),
+SERVERS = [server("r", f"{U}:1-10,{B}:1-3", seconds=1), server("b", f"{U}:1-18,{B}:1-3", seconds=7),
+           server("x", f"{U}:1-18", seconds=0), server("d", f"{U}:1-18", seconds=2),
+           server("y", f"{U}:1-18", seconds=8), server("e", f"{U}:1-18,{E}:1", seconds=3),
+           server("f", f"{U}:1-18", seconds=9), server("g", f"{U}:1-18", seconds=10),
            server("s", f"{U}:1-18", f"{U}:1-15", seconds=4), server("u", f"{U}:1-20", seconds=5),
            server("far", f"{U}:1-18", seconds=6, cluster="c2")]
 CHANNELS = [channel("r", "s", f"{U}:1-10", running=False, errno=13114),
             channel("r", "b", f"{B}:1-3", name="billing"), channel("x", "r", f"{U}:1-18"),
-            channel("d", "s", f"{U}:1-18"), channel("e", "s", f"{U}:1-18"), channel("s", "u", f"{U}:1-18")]
-BINLOGS = [binlog("s", f"{U}:1-15"), binlog("b", ""), binlog("d", ""), binlog("e", ""), binlog("u", ""), binlog("x", ""),
-           binlog("far", "")]
-
+            channel("d", "s", f"{U}:1-18"), channel("y", "d", f"{U}:1-18", host="d.replicas"),
+            channel("e", "s", f"{U}:1-18"), channel("f", "s", f"{U}:1-18", filters="Replicate_Ignore_DB=audit"),
+            channel("g", "s", f"{U}:1-18", filters=None), channel("s", "u", f"{U}:1-18")]
+BINLOGS = [binlog(n, f"{U}:1-15" if n == "s" else "") for n in ("s", "b", "d", "y", "e", "f", "g", "u", "x", "far")]
 
 def test_the_refused_replica_is_told_which_servers_still_hold_what_its_source_purged(spark):
     from jobs.audit import (donor_frame, output_of, pair_frame, pair_output_frame, resolved_pairs,
@@ -79,15 +84,20 @@ def test_the_refused_replica_is_told_which_servers_still_hold_what_its_source_pu
     (key,) = [k for k, r in after.items() if r["check_id"] == "source_purged_required_gtids"]
     refused = after[key]
     assert (refused["server"], refused["source"], refused["gtid_set"]) == ("r", "s", f"{U}:11-15")
-    assert json.loads(refused["evidence"])["donors"] == ["d", "u"]
+    assert json.loads(refused["evidence"])["donors"] == ["d", "u", "y"]
     assert refused["remediation"].endswith("\n" + before[key]["remediation"])   # reprovisioning, the alternative
     assert refused["remediation"].startswith(
-        "d still has every missing transaction in its binary logs and would send r nothing s lacks (so would u): ")
-    # r has two channels: the default one is named, or STOP REPLICA would stop billing too
+        "d still has every missing transaction in its binary logs and would send r nothing s lacks (so would u, y): ")
+    # r has two channels: the default one is named, or STOP REPLICA would stop billing too; d is
+    # reached at the address its replica y uses
     ch = " FOR CHANNEL ''"
-    assert (f"On r: STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-d', SOURCE_PORT = 3306{ch}; "
-            f"START REPLICA{ch}; wait until SELECT GTID_SUBSET('{U}:11-15', @@GLOBAL.gtid_executed) returns 1; "
-            f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-s', SOURCE_PORT = 3306{ch}; "
-            f"START REPLICA{ch}.") in refused["remediation"]
+    d_uuid = SERVERS[3]["server_uuid"]
+    assert (f"On r: STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'd.replicas', SOURCE_PORT = 3306{ch}; "
+            f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Source_UUID '{d_uuid}' and no "
+            f"Last_IO_Errno 13114 (otherwise another server answers there, or d purged them too: go back to s the "
+            f"same way); read SELECT @@GLOBAL.gtid_purged on s (the audit read '{U}:1-15'); wait until SELECT "
+            f"GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds '{U}:11-15'); STOP REPLICA{ch}; "
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-s', SOURCE_PORT = 3306{ch}; START REPLICA{ch}.") \
+        in refused["remediation"]
     # every other finding as it was
     assert {k: r for k, r in after.items() if k != key} == {k: r for k, r in before.items() if k != key}

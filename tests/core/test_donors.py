@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gtid_core import BinaryLog, GtidSet, MySQLVersion, ServerSnapshot
-from gtid_core.donors import donor_refusal, fetch_from_donor_steps
+from gtid_core import donors
+from gtid_core.donors import fetch_from_donor_steps
 
 S = "aaaaaaaa-0000-4000-8000-000000000001"
 D = "dddddddd-0000-4000-8000-000000000004"
@@ -39,6 +40,11 @@ def donor(executed=f"{S}:1-12", purged="", **kw):
     return server("d", D, executed, purged, **kw)
 
 
+def donor_refusal(r, s, d, missing, *, upstream=None, unfiltered=True):
+    """gtid_core.donors.donor_refusal of a donor whose channels filter nothing (unless told)."""
+    return donors.donor_refusal(r, s, d, missing, upstream=upstream, unfiltered=unfiltered)
+
+
 def test_a_sibling_holding_every_missing_transaction_in_its_binary_logs_is_a_donor():
     assert donor_refusal(replica(), source(), donor(), MISSING) is None
 
@@ -56,7 +62,6 @@ def test_a_sibling_holding_every_missing_transaction_in_its_binary_logs_is_a_don
     ({"purged": f"{S}:1-9"}, "would not stream"),                 # the donor purged some of them too
     # binary logs not read: gtid_purged decides from 5.6.22 (as for every pair), nothing before
     ({"binary_logs": None}, None),
-    ({"binary_logs": None, "version": MySQLVersion.parse("5.6.21")}, "would not stream"),
 ])
 def test_each_condition_refuses_the_donor_with_its_reason(changes, reason):
     got = donor_refusal(replica(), source(), donor(**changes), MISSING)
@@ -75,10 +80,31 @@ def test_what_the_donor_has_beyond_the_source_counts_unless_the_source_replicate
                                                  upstream=GtidSet.parse(f"{U}:1-6"))
 
 
-def test_a_donor_of_a_newer_series_than_the_replica_is_refused():
-    old = replica(version=MySQLVersion.parse("8.0.36"))
-    assert "newer series" in donor_refusal(old, source(version=MySQLVersion.parse("8.0.36")), donor(), MISSING)
-    assert donor_refusal(old, source(), donor(version=MySQLVersion.parse("8.0.21")), MISSING) is None
+def test_before_5622_a_donor_whose_binary_logs_were_not_read_is_refused():
+    """Without the gtid_purged check only the binary-log scan decides: unknown, so not named."""
+    v = MySQLVersion.parse("5.6.21")
+    got = donor_refusal(replica(version=v), source(version=v), donor(version=v, binary_logs=None), MISSING)
+    assert "would not stream" in got
+
+
+def test_replication_filters_on_the_donor_refuse_it_known_or_not():
+    """A filtered transaction is logged by the donor as an empty one with its GTID."""
+    assert "has replication filters" in donor_refusal(replica(), source(), donor(), MISSING, unfiltered=False)
+    assert "filters are unknown" in donor_refusal(replica(), source(), donor(), MISSING, unfiltered=None)
+
+
+@pytest.mark.parametrize(("donor_version", "replica_version", "replicates"), [
+    ("8.0.36", "8.0.36", True), ("8.0.21", "8.0.36", True), ("8.0.36", "8.0.21", False),   # patch: older to newer only
+    ("9.7.4", "8.4.3", False), ("5.7.44", "8.0.36", True), ("5.6.51", "5.7.44", True),
+    ("5.6.51", "8.0.36", False), ("5.7.44", "8.4.3", False), ("8.0.36", "8.4.3", True),
+    ("8.0.36", "9.7.4", False), ("8.4.3", "9.7.4", True), ("8.1.0", "9.0.1", True),
+])
+def test_the_versions_must_replicate_from_donor_to_replica(donor_version, replica_version, replicates):
+    r, d = replica(version=MySQLVersion.parse(replica_version)), donor(version=MySQLVersion.parse(donor_version))
+    got = donor_refusal(r, source(version=MySQLVersion.parse(replica_version)), d, MISSING)
+    assert (got is None) == replicates, got
+    if not replicates:
+        assert "does not replicate to the replica's" in got
 
 
 def test_the_donor_must_not_refuse_the_replica_for_its_own_gtids():
@@ -101,24 +127,28 @@ def test_a_replica_that_has_what_the_donor_has_extra_does_not_count_it():
     assert donor_refusal(r, source(), donor(executed=f"{S}:1-12,{R}:1-2"), MISSING) is None
 
 
-def test_the_steps_name_both_addresses_the_wait_and_other_donors():
+def test_the_steps_name_both_addresses_the_checks_the_wait_and_other_donors():
     text = fetch_from_donor_steps(replica="r", replica_version=V97, channel="orders", source="s",
-                                  source_host="10.0.0.1", source_port=3306, donor=("d", "10.0.0.4", 3307),
-                                  others=["e", "f", "g"], missing=MISSING)
+                                  source_host="10.0.0.1", source_port=3306, source_purged=GtidSet.parse(f"{S}:1-10"),
+                                  donor=("d", "10.0.0.4", 3307), donor_uuid=D, others=["e", "f", "g"], missing=MISSING)
     assert "d still has every missing transaction in its binary logs" in text
     assert "(so would e, f)" in text
-    assert ("On r: STOP REPLICA FOR CHANNEL 'orders'; CHANGE REPLICATION SOURCE TO SOURCE_HOST = '10.0.0.4', "
-            "SOURCE_PORT = 3307 FOR CHANNEL 'orders'; START REPLICA FOR CHANNEL 'orders'; wait until SELECT "
-            f"GTID_SUBSET('{S}:8-10', @@GLOBAL.gtid_executed) returns 1; STOP REPLICA FOR CHANNEL 'orders'; "
-            "CHANGE REPLICATION SOURCE TO SOURCE_HOST = '10.0.0.1', SOURCE_PORT = 3306 FOR CHANNEL 'orders'; "
-            "START REPLICA FOR CHANNEL 'orders'.") in text
+    ch = " FOR CHANNEL 'orders'"
+    assert (f"On r: STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = '10.0.0.4', SOURCE_PORT = 3307{ch}; "
+            f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Source_UUID '{D}' and no Last_IO_Errno "
+            "13114 (otherwise another server answers there, or d purged them too: go back to s the same way); "
+            f"read SELECT @@GLOBAL.gtid_purged on s (the audit read '{S}:1-10'); wait until SELECT "
+            f"GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds '{S}:8-10'); STOP REPLICA{ch}; "
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '10.0.0.1', SOURCE_PORT = 3306{ch}; START REPLICA{ch}.") \
+        in text
 
 
 def test_the_steps_are_in_the_words_of_the_replicas_version_and_placeholders_stand_for_unknown_addresses():
     text = fetch_from_donor_steps(replica="r", replica_version=MySQLVersion.parse("8.0.21"), channel="",
-                                  source="s", source_host=None, source_port=None, donor=("d", "h", 1),
+                                  source="s", source_host=None, source_port=None, donor=("d", "h", 1), donor_uuid=D,
                                   missing=MISSING)
-    assert "On r: STOP SLAVE; CHANGE MASTER TO MASTER_HOST = 'h', MASTER_PORT = 1; START SLAVE;" in text
+    assert "On r: STOP SLAVE; CHANGE MASTER TO MASTER_HOST = 'h', MASTER_PORT = 1; START SLAVE; " \
+           f"check that SHOW SLAVE STATUS shows Master_UUID '{D}' and" in text
     assert "CHANGE MASTER TO MASTER_HOST = '<address of s>', MASTER_PORT = <port of s>; START SLAVE." in text
     assert "REPLICA" not in text.replace("replication account", "")
 
@@ -129,4 +159,5 @@ def test_the_default_channel_of_a_multi_source_replica_is_named():
     text = fetch_from_donor_steps(replica="r", replica_version=V97, channel="", source="s", source_host="h",
                                   source_port=1, donor=("d", "h", 2), missing=MISSING, multi_source=True)
     assert "On r: STOP REPLICA FOR CHANNEL ''; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h', SOURCE_PORT = 2 " \
-           "FOR CHANNEL ''; START REPLICA FOR CHANNEL '';" in text
+           "FOR CHANNEL ''; START REPLICA FOR CHANNEL ''; check that SHOW REPLICA STATUS FOR CHANNEL '' shows no " \
+           "Last_IO_Errno 13114" in text

@@ -25,7 +25,9 @@ DONORS = {"name": "donors",
           "servers": [{"name": "s"}, {"name": "r1"}, {"name": "r2"},
                       {"name": "r3", "options": ["--log-replica-updates=OFF"]}],
           "channels": [{"replica": r, "source": "s"} for r in ("r1", "r2", "r3")]}
-_WAIT = re.compile(r"^wait until (SELECT .*) returns 1$")
+_CHECK = re.compile(r"^check that SHOW REPLICA STATUS shows Source_UUID '([^']+)' and no Last_IO_Errno 13114 ")
+_READ = re.compile(r"^read (SELECT @@GLOBAL\.gtid_purged) on (\S+) ")
+_WAIT = re.compile(r"^wait until (SELECT GTID_SUBSET\('<that set>', @@GLOBAL\.gtid_executed\)) returns 1 ")
 
 
 def _wait(predicate, what: str, timeout: float = 60.0):
@@ -36,14 +38,23 @@ def _wait(predicate, what: str, timeout: float = 60.0):
     return value
 
 
-def run_advice(server, advice: str) -> list[str]:
-    """Run the statements the advice gives for ``server`` ("On r1: ...; ...") as written: each
-    statement in turn, a "wait until SELECT ... returns 1" polled (bounded). Returns them."""
+def run_advice(fleet, server, advice: str) -> list[str]:
+    """Run the steps the advice gives for ``server`` ("On r1: ...; ...") as written: each statement in
+    turn; "check that ... shows Source_UUID" checked once the receiver has connected; "read ... on s"
+    run on s, and its set put in the next step's "wait until SELECT ... returns 1", polled (bounded).
+    Returns the steps."""
     steps = advice.split(f"On {server.name}: ", 1)[1].split(". The CHANGE keeps", 1)[0].split("; ")
+    that = None
     for step in steps:
-        wait = _WAIT.match(step)
-        if wait:
-            _wait(lambda: server.query_value(wait.group(1)) == 1, wait.group(1))
+        if (check := _CHECK.match(step)):
+            status = _wait(lambda: (st := channel_status(server))["Replica_IO_Running"] == "Yes" and st,
+                           "the receiver to connect")
+            assert (status["Source_UUID"], int(status["Last_IO_Errno"] or 0)) == (check.group(1), 0), status
+        elif (read := _READ.match(step)):
+            that = fleet.server(read.group(2)).query_value(read.group(1))
+        elif (wait := _WAIT.match(step)):
+            query = wait.group(1).replace("'<that set>'", "%s")
+            _wait(lambda: server.query_value(query, (that,)) == 1, query)
         else:
             server.execute(step)
     return steps
@@ -55,9 +66,9 @@ def test_the_donor_named_serves_what_the_source_purged_and_the_replica_goes_back
     missing = GtidSet.parse(refused.gtid_sets["missing"])
     snaps = {name: snap for name, (snap, _) in fs.read_snapshots(f, ["r1", "r2", "r3", "s"]).items()}
     r1, s = snaps["r1"], snaps["s"]
-    assert donor_refusal(r1, s, snaps["r2"], missing) is None
-    assert "log_replica_updates" in donor_refusal(r1, s, snaps["r3"], missing)
-    assert "would not stream" in donor_refusal(r1, s, s, missing)     # the source itself purged them
+    assert donor_refusal(r1, s, snaps["r2"], missing, unfiltered=True) is None
+    assert "log_replica_updates" in donor_refusal(r1, s, snaps["r3"], missing, unfiltered=True)
+    assert "would not stream" in donor_refusal(r1, s, s, missing, unfiltered=True)     # the source purged them
 
     # the server agrees about r3: repointed there, r1 is refused for the same transactions
     rep = f.server("r1")
@@ -69,10 +80,11 @@ def test_the_donor_named_serves_what_the_source_purged_and_the_replica_goes_back
 
     # the advice for r2, run as written: r1 fetches the missing transactions and goes back to s
     advice = fetch_from_donor_steps(replica="r1", replica_version=r1.version, channel="", source="s",
-                                    source_host=HOST, source_port=f.server("s").port,
-                                    donor=("r2", HOST, f.server("r2").port), missing=missing)
-    steps = run_advice(rep, advice)
-    assert steps[0] == "STOP REPLICA" and len(steps) == 7
+                                    source_host=HOST, source_port=f.server("s").port, source_purged=s.gtid_purged,
+                                    donor=("r2", HOST, f.server("r2").port), donor_uuid=snaps["r2"].server_uuid,
+                                    missing=missing)
+    steps = run_advice(f, rep, advice)
+    assert steps[0] == "STOP REPLICA" and len(steps) == 9
     assert rep.query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (refused.gtid_sets["missing"],)) == 1
     src = f.server("s")
     src.execute(f"CREATE TABLE {scenarios.DB}.after_donor (id INT PRIMARY KEY)")
@@ -83,3 +95,28 @@ def test_the_donor_named_serves_what_the_source_purged_and_the_replica_goes_back
     assert (int(status["Source_Port"]), int(status["Last_IO_Errno"] or 0), status["Replica_IO_Running"]) == \
         (src.port, 0, "Yes")
     assert rep.query_value("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (target,)) == ""   # nothing extra
+
+    # the collector reads a donor's filters: r2 with one is read as filtering (so never a donor)
+    f.server("r2").execute("STOP REPLICA SQL_THREAD",
+                           "CHANGE REPLICATION FILTER REPLICATE_IGNORE_DB = (no_such_db), REPLICATE_WILD_DO_TABLE = "
+                           "('sandbox%.%') FOR CHANNEL ''", "START REPLICA SQL_THREAD")
+    assert _channel_row(f, "r2")["replication_filters"] == \
+        "Replicate_Ignore_DB=no_such_db; Replicate_Wild_Do_Table=sandbox%.%"
+    assert _channel_row(f, "r3")["replication_filters"] == ""
+
+
+def _channel_row(fleet, name: str) -> dict:
+    """The channels-table row the collector reads for ``name``'s one channel."""
+    import datetime as dt
+
+    from jobs.collector import RunContext, read_server
+    from jobs.config import CollectionSettings
+    from jobs.server_spec import ServerSpec
+
+    server = fleet.server(name)
+    spec = ServerSpec(name=name, host=server.host, port=server.port, user="audit",
+                      password_file=str(fleet.audit_password_file), connect_timeout_s=5, read_timeout_s=10)
+    result = read_server(spec, RunContext(run_id="donors", run_date=dt.date(2026, 12, 3),
+                                          settings=CollectionSettings().read_settings()))
+    (row,) = result.channels
+    return row
