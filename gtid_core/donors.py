@@ -27,13 +27,16 @@ a candidate donor ``D``, whether that detour is sound. It is, when all of these 
    before the return, not on tonight's ``missing``: S may purge more in between.
 5. **D's binary log holds what it replicated, whole**: ``log_bin`` and ``log_replica_updates`` are
    ON (with ``log_replica_updates`` OFF a replicated transaction is in D's ``gtid_executed`` but in
-   none of its binary logs), and no channel of D filters (``Replicate_Do_DB`` ... ``Replicate_Rewrite_DB``
-   known and empty: a filtered transaction is logged by D as an empty transaction with its GTID,
-   so R would mark it executed without its data).
+   none of its binary logs), and nothing on D filters: no channel (``Replicate_Do_DB`` ...
+   ``Replicate_Rewrite_DB``) and not its binary log (``Binlog_Do_DB``, ``Binlog_Ignore_DB``), all
+   known and empty (``unfiltered``, decided by the audit job from what it collected). A filtered
+   transaction is logged by D as an empty transaction with its GTID, so R would mark it executed
+   without its data. When S's own channels filter (or may), the audit job offers only S's own
+   replicas as donors: others would send R the data S's filters dropped.
 6. **The versions replicate**: D is not newer than R (replication to an older server is not
    supported, and a newer patch release can write what an older one cannot read, such as 8.0.20's
-   compressed transactions), and at most one series older: 5.6 to 5.7, 5.7 to 8.0, 8.0 to 8.4 and
-   the innovation releases before it, 8.4 and later to the next (MySQL manual, "Replication
+   compressed transactions), and not too much older: 5.6 to 5.7, 5.7 to 8.0, 8.0 to any 8.x,
+   8.1 and later to their own major version or the next (MySQL manual, "Replication
    Compatibility Between MySQL Versions"). A tagged GTID (8.3+) never reaches an older replica.
 
 Any input unknown refuses the donor: a donor is named only when every condition is known to hold.
@@ -44,7 +47,7 @@ REPLICA USER=... must be given them again); whether the address the audit reads 
 reaches it at (the steps check the Source_UUID R sees); D's own consistency (a transaction skipped
 on D by hand as an empty one, replica_skip_errors, IDEMPOTENT mode: the same trust a promotion of D
 needs; a checksum after the return shows it); what D writes or purges after the read (a purge shows
-as error 13114 from D, and the steps send R back). A server that replicates from R is excluded by
+as a receiver error from D, and the steps send R back). A server that replicates from R is excluded by
 the audit job (repointing R to it would close a loop); one further down R's chain lacks what R
 lacks and fails 1.
 """
@@ -142,9 +145,10 @@ def fetch_from_donor_steps(*, replica: str, replica_version: MySQLVersion | None
     in the words of the replica's version (:func:`gtid_core.syntax.in_syntax_of`). ``others``
     names other sound donors (at most ``DONORS_NAMED - 1`` are listed).
 
-    Before it waits, the replica is checked to have reached ``donor_uuid`` (the address is the
-    audit's, not necessarily the replica's) and not to be refused (13114: the donor purged them
-    too since the read); either way it goes back. The wait is on the server: GTID_SUBSET (5.6.5+)
+    Before it waits, the replica is checked to have connected (Replica_IO_Running Yes, not a receiver
+    error: refused as the donor purged them too since the read, 1236 before 8.0.11, 13114 after) to
+    ``donor_uuid`` (the address is the audit's, not necessarily the replica's); otherwise it goes
+    back. The wait is on the server: GTID_SUBSET (5.6.5+)
     of the source's gtid_purged read just then (``source_purged``, tonight's value, is shown) against
     the replica's gtid_executed, so a purge on the source after tonight's read does not refuse the
     return. The statements name the channel when it has a name, or when the replica has other
@@ -155,17 +159,18 @@ def fetch_from_donor_steps(*, replica: str, replica_version: MySQLVersion | None
     name, host, port = donor
     also = list(others)[:DONORS_NAMED - 1]
     back = f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO {_address(source_host, source_port, source)}{ch}; START REPLICA{ch}"
-    reached = (f"Source_UUID '{donor_uuid}' and " if donor_uuid else "")
+    reached = f" with Source_UUID '{donor_uuid}'" if donor_uuid else ""
     tonight = f" (the audit read '{source_purged.to_text(multiline=False)}')" if source_purged is not None else ""
     text = (
         f"{name} still has every missing transaction in its binary logs and would send {replica} nothing "
         f"{source} lacks" + (f" (so would {', '.join(also)})" if also else "") + ": "
         f"{replica} can fetch them from {name} and go back to {source}, without reprovisioning. On {replica}: "
         f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO {_address(host, port, name)}{ch}; START REPLICA{ch}; "
-        f"check that SHOW REPLICA STATUS{ch} shows {reached}no Last_IO_Errno 13114 (otherwise another server "
-        f"answers there, or {name} purged them too: go back to {source} the same way); "
-        f"read SELECT @@GLOBAL.gtid_purged on {source}{tonight}; wait until SELECT GTID_SUBSET('<that set>', "
-        f"@@GLOBAL.gtid_executed) returns 1 (it holds '{missing.to_text(multiline=False)}'); {back}. "
+        f"check that SHOW REPLICA STATUS{ch} shows Replica_IO_Running Yes{reached} (if it shows a Last_IO_Errno "
+        f"instead, or another Source_UUID, go back to {source} the same way: another server answers there, or "
+        f"{name} purged them too); read SELECT @@GLOBAL.gtid_purged on {source}{tonight}; wait until SELECT "
+        f"GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds '{missing.to_text(multiline=False)}', and "
+        f"if it never does, {name} lacks what {source} purged since: go back and reprovision); {back}. "
         f"The CHANGE keeps SOURCE_AUTO_POSITION and the replication account, which must exist on {name} too; "
         f"{name} must accept {replica}'s connection (network, TLS)."
     )

@@ -245,9 +245,12 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
 
     ``upstream`` is the gtid_executed of each server the source replicates from over a healthy
     AUTO_POSITION channel: what a donor has beyond the source and is on its way to it is not
-    counted against the donor. ``unfiltered`` says whether every channel of a candidate is known
-    to filter nothing. A donor's address is the one its replicas use when it has any (the
-    audit's own may be a tunnel), else the inventory's.
+    counted against the donor. ``unfiltered`` says whether a candidate's binary log and every
+    channel it reported (``servers.channel_count``) are known to filter nothing. When the
+    source's own channels filter (or may), only its own replicas are candidates: another server
+    would send the replica the data the source's filters dropped. A donor's address is the one
+    its connected replicas use when it has any (the audit's own may be a tunnel), else the
+    inventory's.
 
     The candidates are the readable servers of the replica's cluster and of the source's, with
     their binary log and log_replica_updates ON and gtid_executed read, except the replica, the
@@ -278,11 +281,35 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
             .drop("_r").join(upstream, "_s", "left").drop("_s"))
     clusters = (base.select("finding_key", F.col("_rc").alias("_cl"))
                 .union(base.select("finding_key", F.col("_sc").alias("_cl"))).distinct())
+    # whether a server's channels filter: False if one does, True only when every channel the
+    # server reported (channel_count, NULL when its channels could not be read) shows none
     filters = col(channels_df, "replication_filters")
-    unfiltered = (channels_df.groupBy(F.col("server").alias("_d"))
+    per_server = (channels_df.groupBy("server")
                   .agg(F.max((filters != "").cast("int")).alias("_some"),
-                       F.max(filters.isNull().cast("int")).alias("_unknown")))
-    observed = (linked.where(F.col("source_host").isNotNull() & F.col("source_port").isNotNull())
+                       F.max(filters.isNull().cast("int")).alias("_unknown"), F.count("*").alias("_n")))
+    count = (F.col("channel_count") if "channel_count" in servers_df.columns else F.lit(None)).cast("int")
+    channels_filter = (servers_df.select("server", count.alias("_cc"), col(servers_df, "binlog_filters").alias("_bf"))
+                       .join(per_server, "server", "left")
+                       .select("server", "_bf", F.when(F.col("_some") == 1, F.lit(False))
+                               .when((F.col("_unknown") == 1) | F.col("_cc").isNull()
+                                     | (F.coalesce(F.col("_n"), F.lit(0)) < F.col("_cc")), F.lit(None))
+                               .otherwise(F.lit(True)).alias("_unfiltered_channels")))
+    # a donor's binary log must not filter either (Binlog_Do_DB / Binlog_Ignore_DB: a replicated
+    # transaction such a filter drops is logged as an empty one with its GTID)
+    unfiltered = channels_filter.select(
+        F.col("server").alias("_d"),
+        F.when((F.col("_unfiltered_channels") == F.lit(False)) | (F.col("_bf") != ""), F.lit(False))
+        .when(F.col("_unfiltered_channels").isNull() | F.col("_bf").isNull(), F.lit(None))
+        .otherwise(F.lit(True)).alias("unfiltered"))
+    # a source whose own channels filter holds empty transactions for what they dropped: only its
+    # own replicas, which got the same, may then serve its replica
+    source_filters = channels_filter.select(F.col("server").alias("source"),
+                                            F.col("_unfiltered_channels").alias("_source_unfiltered"))
+    siblings = linked.select(F.col("source_server").alias("source"), F.col("server").alias("_d"),
+                             F.lit(True).alias("_sibling")).distinct()
+    # a donor's address: the one its connected replicas use
+    observed = (linked.where(F.col("source_host").isNotNull() & F.col("source_port").isNotNull()
+                             & (F.col("io_running") == "Yes") & (F.coalesce("last_io_errno", F.lit(0)) == 0))
                 .groupBy(F.col("source_server").alias("_d"))
                 .agg(F.min(F.struct("source_host", "source_port")).alias("_seen")))
     donors = (snapshots_df.where(F.col("gtid_executed").isNotNull() & (F.col("log_bin") == F.lit(True))
@@ -294,9 +321,7 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
               .join(unfiltered, "_d", "left")
               .select("_d", "_dc", "donor",
                       F.coalesce(F.col("_seen.source_host"), F.col("host")).alias("donor_host"),
-                      F.coalesce(F.col("_seen.source_port"), F.col("port")).alias("donor_port"),
-                      F.when(F.col("_some") == 1, F.lit(False)).when(F.col("_unknown") == 1, F.lit(None))
-                      .otherwise(F.lit(True)).alias("unfiltered")))
+                      F.coalesce(F.col("_seen.source_port"), F.col("port")).alias("donor_port"), "unfiltered"))
     # a server replicating from the replica (repointing to it would close a loop), or one another
     # channel of the replica already replicates from (the detour would give it two channels from one server)
     loops = (linked.select(F.col("source_server").alias("server"), F.col("server").alias("_d"))
@@ -310,6 +335,8 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
                   .join(donors, F.col("_cl") == F.col("_dc"))
                   .where((F.col("_d") != F.col("server")) & (F.col("_d") != F.col("source")))
                   .join(loops, ["server", "_d"], "left_anti")
+                  .join(source_filters, "source", "left").join(siblings, ["source", "_d"], "left")
+                  .where((F.col("_source_unfiltered") == F.lit(True)) | (F.col("_sibling") == F.lit(True)))
                   .select("finding_key", "gtid_set", "replica", "source_snapshot", "upstream", "donor", "donor_host",
                           "donor_port", "unfiltered", "return_host", "return_port", "multi_source"))
     return (candidates.mapInArrow(audit_tasks.donor_batches, audit_tasks.DONOR_DDL)

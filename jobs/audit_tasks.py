@@ -616,8 +616,9 @@ def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
     """mapInArrow body: one input row per :data:`DONOR_CHECK` finding and candidate donor
     (``finding_key``, ``gtid_set``: what the replica lacks; ``replica``: its servers row without
     binary logs; ``source_snapshot`` and ``donor``: servers rows with ``binary_logs``; ``upstream``:
-    the gtid_executed texts of the servers the source replicates from, NULL when none;
-    ``unfiltered``: every channel of the donor filters nothing (NULL = unknown); ``donor_host``,
+    the gtid_executed texts of the servers the source replicates from over healthy channels (those
+    read; NULL when none); ``unfiltered``: the donor's binary log and every channel of it filter
+    nothing (NULL = unknown); ``donor_host``,
     ``donor_port``; ``return_host``, ``return_port``: the address the replica's channel used;
     ``multi_source``: the replica has other channels), one row out per donor
     :func:`gtid_core.donors.donor_refusal` finds sound. A row whose snapshots cannot be parsed
@@ -644,9 +645,8 @@ def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
             def upstream_of(r: Mapping[str, Any]):
                 key = ("upstream", r["finding_key"])
                 if key not in parsed:
-                    texts = r.get("upstream") or []
-                    parsed[key] = (None if not texts or any(t is None for t in texts)
-                                   else functools.reduce(operator.or_, map(GtidSet.parse, texts)))
+                    texts = r.get("upstream") or []     # collect_list dropped the unread ones
+                    parsed[key] = functools.reduce(operator.or_, map(GtidSet.parse, texts)) if texts else None
                 return parsed[key]
 
             for r in batch.slice(start, _DONOR_SLICE_ROWS).to_pylist():

@@ -253,6 +253,16 @@ FILTER_COLUMNS = ("Replicate_Do_DB", "Replicate_Ignore_DB", "Replicate_Do_Table"
                   "Replicate_Wild_Do_Table", "Replicate_Wild_Ignore_Table", "Replicate_Rewrite_DB")
 
 
+def binlog_filters(row: Mapping[str, Any]) -> str | None:
+    """Binlog_Do_DB and Binlog_Ignore_DB of a SHOW BINARY LOG STATUS row as ``Column=value`` pairs
+    joined by '; ' ('' = none), None when a column is absent. A replicated transaction such a
+    filter drops is logged as an empty transaction with its GTID."""
+    cols = ("Binlog_Do_DB", "Binlog_Ignore_DB")
+    if any(col not in row for col in cols):
+        return None
+    return "; ".join(f"{col}={_text(row[col])}" for col in cols if _text(row[col]))
+
+
 def replication_filters(row: Mapping[str, Any]) -> str | None:
     """The channel's filters as ``Column=value`` pairs joined by '; ' ('' = none), or None when a
     filter column is absent (5.6 shows no Replicate_Rewrite_DB: unknown)."""
@@ -585,6 +595,7 @@ class ServerReader:
             server["binlog_position"] = self.convert(row.get("Position"), "int", "Position", st)
             server["binlog_status_gtid_set"] = self.convert(row.get("Executed_Gtid_Set"), "text",
                                                             "Executed_Gtid_Set", st)
+            server["binlog_filters"] = binlog_filters(row)
 
     def _resolve_source(self, row: dict[str, Any]) -> None:
         """Fill the channel's ``source_*`` columns from the run's one resolver."""

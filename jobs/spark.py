@@ -87,8 +87,8 @@ LOCAL_NO_CODEGEN: Mapping[str, str] = {
 #: broadcasts alike (Spark's default is 1g). The demo's audit of its ten servers kept up to 779 MB
 #: live after a collection on 1g (GC log, stop 48), and with the donors' stage (docs/checks.md)
 #: up to 1,007 MB, where one run in three failed to build a broadcast ("Not enough memory to
-#: build and broadcast the table"). A user's ``spark.conf`` (or spark-submit's
-#: ``--driver-memory``) wins.
+#: build and broadcast the table"). A user's ``spark.conf``, ``SPARK_DRIVER_MEMORY`` or
+#: ``spark-defaults.conf`` (or spark-submit's ``--driver-memory``) wins.
 LOCAL_DRIVER_MEMORY = "2g"
 
 LOCAL_TEST_CONF: Mapping[str, str] = {
@@ -177,7 +177,7 @@ def build_session(settings: SparkSettings | None = None):
         # laptop or CI run has no use for the web UI
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.config("spark.ui.enabled", "false")
-        if "spark.driver.memory" not in settings.conf:     # read at the JVM's start: before getOrCreate
+        if not _driver_memory_set(settings):     # read at the JVM's start: before getOrCreate
             builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
         # stage progress bars on a terminal only; logs and CI stay quiet
         builder = builder.config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
@@ -200,6 +200,23 @@ def build_session(settings: SparkSettings | None = None):
         _fill_local_defaults(session, settings)
     require_delta_classes(session)
     return session
+
+
+def _driver_memory_set(settings: SparkSettings) -> bool:
+    """Whether the user chose the local JVM's heap: ``spark.conf``, ``SPARK_DRIVER_MEMORY``, or
+    ``spark.driver.memory`` in the ``spark-defaults.conf`` Spark's launcher reads
+    (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``)."""
+    if "spark.driver.memory" in settings.conf or os.environ.get("SPARK_DRIVER_MEMORY"):
+        return True
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
+    if not conf_dir:
+        return False
+    try:
+        with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
+            return any(line.split()[:1] == ["spark.driver.memory"] for line in f)
+    except OSError:
+        return False
 
 
 def _fill_local_defaults(session, settings: SparkSettings, submitted=None) -> None:

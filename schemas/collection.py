@@ -42,7 +42,8 @@ RUNS = register(TableSchema(
 
 SERVERS = register(TableSchema(
     name="servers",
-    version=2,
+    version=3,
+    upgrades_from=2,
     description="One row per server and run: identity, version, GTID sets and the variables "
                 "the checks need, each as @@GLOBAL returned it.",
     key=("run_id", "server"),
@@ -89,6 +90,9 @@ SERVERS = register(TableSchema(
         C("binlog_position", L.INT64, True, "Position of SHOW BINARY LOG STATUS / SHOW MASTER STATUS"),
         C("binlog_status_gtid_set", L.STRING, True, "Executed_Gtid_Set of SHOW BINARY LOG STATUS"),
         C("binlog_status_read_at", L.TIMESTAMP, True, "UTC instant SHOW BINARY LOG STATUS returned"),
+        C("binlog_filters", L.STRING, True,
+          "Binlog_Do_DB and Binlog_Ignore_DB of SHOW BINARY LOG STATUS as 'Column=value' joined by '; ', '' "
+          "when none; NULL when not read (no row: binary log off)", since=3),
         C("channel_count", L.INT32, True, "replica channels found; NULL if they could not be read"),
     ),
 ))

@@ -101,9 +101,10 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
     src_port, r1_port = fleet.server("src").port, fleet.server("r1").port
     assert json.loads(refused["evidence"])["donors"] == ["src"]
     assert (f"On r3: STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = {src_port}; "
-            f"START REPLICA; check that SHOW REPLICA STATUS shows Source_UUID '{fleet.server('src').server_uuid}' and no "
-            "Last_IO_Errno 13114") in refused["remediation"], refused["remediation"]
-    assert (f"returns 1 (it holds '{refused['gtid_set']}'); STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = "
+            f"START REPLICA; check that SHOW REPLICA STATUS shows Replica_IO_Running Yes with Source_UUID "
+            f"'{fleet.server('src').server_uuid}' (") in refused["remediation"], refused["remediation"]
+    assert (f"returns 1 (it holds '{refused['gtid_set']}', and if it never does, src lacks what r1 purged since: go back "
+            "and reprovision); STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = "
             f"'127.0.0.1', SOURCE_PORT = {r1_port}; "
             "START REPLICA.") in refused["remediation"], refused["remediation"]
     assert {found[k]["severity"] for k in found if k[0] in ("failover_candidate_unsafe", "no_safe_failover_candidate")} \

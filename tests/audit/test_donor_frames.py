@@ -16,9 +16,12 @@ DAY = dt.date(2026, 11, 28)
 AT = dt.datetime(2026, 11, 28, 3, 0, tzinfo=dt.timezone.utc)
 
 
-def server(name, executed, purged="", *, seconds, cluster="c"):
+def server(name, executed, purged="", *, seconds, cluster="c", channels=-1, binlog_filters=""):
+    """A servers row; ``channels``: channel_count (-1: as many as CHANNELS lists, None: unread)."""
     at = AT + dt.timedelta(seconds=seconds)
+    count = sum(c["server"] == name for c in CHANNELS) if channels == -1 else channels
     return {"run_id": "r", "run_date": DAY, "server": name, "cluster": cluster, "host": f"h-{name}", "port": 3306,
+            "channel_count": count, "binlog_filters": binlog_filters,
             "discovered": False, "status": "ok", "server_uuid": f"{seconds:08d}-0000-4000-8000-000000000000",
             "server_id": seconds + 1, "version": "9.7.4", "gtid_mode": "ON", "gtid_executed": executed,
             "gtid_purged": purged, "log_bin": True, "log_replica_updates": True, "read_started_at": at,
@@ -48,19 +51,25 @@ def binlog(server, previous):
 #         └──> g (a sibling with it all, its filters unknown: not a donor)
 #   u, read last under load, has U:19-20 that s has not received: on its way to s, so u is a donor too
 #   far (another cluster) has it all: not a candidate
+#   p has it all, its channels unread (channel_count NULL): not a donor; q has it all, its binary log
+#   filters (Binlog_Ignore_DB): not a donor
 B = "bbbbbbbb-0000-4000-8000-000000000002"   # b's own writes
-SERVERS = [server("r", f"{U}:1-10,{B}:1-3", seconds=1), server("b", f"{U}:1-18,{B}:1-3", seconds=7),
-           server("x", f"{U}:1-18", seconds=0), server("d", f"{U}:1-18", seconds=2),
-           server("y", f"{U}:1-18", seconds=8), server("e", f"{U}:1-18,{E}:1", seconds=3),
-           server("f", f"{U}:1-18", seconds=9), server("g", f"{U}:1-18", seconds=10),
-           server("s", f"{U}:1-18", f"{U}:1-15", seconds=4), server("u", f"{U}:1-20", seconds=5),
-           server("far", f"{U}:1-18", seconds=6, cluster="c2")]
 CHANNELS = [channel("r", "s", f"{U}:1-10", running=False, errno=13114),
             channel("r", "b", f"{B}:1-3", name="billing"), channel("x", "r", f"{U}:1-18"),
             channel("d", "s", f"{U}:1-18"), channel("y", "d", f"{U}:1-18", host="d.replicas"),
             channel("e", "s", f"{U}:1-18"), channel("f", "s", f"{U}:1-18", filters="Replicate_Ignore_DB=audit"),
             channel("g", "s", f"{U}:1-18", filters=None), channel("s", "u", f"{U}:1-18")]
-BINLOGS = [binlog(n, f"{U}:1-15" if n == "s" else "") for n in ("s", "b", "d", "y", "e", "f", "g", "u", "x", "far")]
+SERVERS = [server("r", f"{U}:1-10,{B}:1-3", seconds=1), server("b", f"{U}:1-18,{B}:1-3", seconds=7),
+           server("x", f"{U}:1-18", seconds=0), server("d", f"{U}:1-18", seconds=2),
+           server("y", f"{U}:1-18", seconds=8), server("e", f"{U}:1-18,{E}:1", seconds=3),
+           server("f", f"{U}:1-18", seconds=9), server("g", f"{U}:1-18", seconds=10),
+           server("s", f"{U}:1-18", f"{U}:1-15", seconds=4), server("u", f"{U}:1-20", seconds=5),
+           server("far", f"{U}:1-18", seconds=6, cluster="c2"),
+           server("p", f"{U}:1-18", seconds=11, channels=None), server("q", f"{U}:1-18", seconds=12,
+                                                                     binlog_filters="Binlog_Ignore_DB=audit")]
+BINLOGS = [binlog(n, f"{U}:1-15" if n == "s" else "")
+           for n in ("s", "b", "d", "y", "e", "f", "g", "u", "x", "far", "p", "q")]
+
 
 def test_the_refused_replica_is_told_which_servers_still_hold_what_its_source_purged(spark):
     from jobs.audit import (donor_frame, output_of, pair_frame, pair_output_frame, resolved_pairs,
@@ -91,13 +100,15 @@ def test_the_refused_replica_is_told_which_servers_still_hold_what_its_source_pu
     # r has two channels: the default one is named, or STOP REPLICA would stop billing too; d is
     # reached at the address its replica y uses
     ch = " FOR CHANNEL ''"
-    d_uuid = SERVERS[3]["server_uuid"]
+    d_uuid = next(x["server_uuid"] for x in SERVERS if x["server"] == "d")
     assert (f"On r: STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'd.replicas', SOURCE_PORT = 3306{ch}; "
-            f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Source_UUID '{d_uuid}' and no "
-            f"Last_IO_Errno 13114 (otherwise another server answers there, or d purged them too: go back to s the "
-            f"same way); read SELECT @@GLOBAL.gtid_purged on s (the audit read '{U}:1-15'); wait until SELECT "
-            f"GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds '{U}:11-15'); STOP REPLICA{ch}; "
-            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-s', SOURCE_PORT = 3306{ch}; START REPLICA{ch}.") \
+            f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Replica_IO_Running Yes with Source_UUID "
+            f"'{d_uuid}' (if it shows a Last_IO_Errno instead, or another Source_UUID, go back to s the same way: "
+            f"another server answers there, or d purged them too); read SELECT @@GLOBAL.gtid_purged on s (the audit "
+            f"read '{U}:1-15'); wait until SELECT GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it "
+            f"holds '{U}:11-15', and if it never does, d lacks what s purged since: go back and reprovision); "
+            f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-s', SOURCE_PORT = 3306{ch}; "
+            f"START REPLICA{ch}.") \
         in refused["remediation"]
     # every other finding as it was
     assert {k: r for k, r in after.items() if k != key} == {k: r for k, r in before.items() if k != key}

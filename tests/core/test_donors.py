@@ -135,10 +135,11 @@ def test_the_steps_name_both_addresses_the_checks_the_wait_and_other_donors():
     assert "(so would e, f)" in text
     ch = " FOR CHANNEL 'orders'"
     assert (f"On r: STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = '10.0.0.4', SOURCE_PORT = 3307{ch}; "
-            f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Source_UUID '{D}' and no Last_IO_Errno "
-            "13114 (otherwise another server answers there, or d purged them too: go back to s the same way); "
-            f"read SELECT @@GLOBAL.gtid_purged on s (the audit read '{S}:1-10'); wait until SELECT "
-            f"GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds '{S}:8-10'); STOP REPLICA{ch}; "
+            f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Replica_IO_Running Yes with Source_UUID "
+            f"'{D}' (if it shows a Last_IO_Errno instead, or another Source_UUID, go back to s the same way: another "
+            f"server answers there, or d purged them too); read SELECT @@GLOBAL.gtid_purged on s (the audit read "
+            f"'{S}:1-10'); wait until SELECT GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds "
+            f"'{S}:8-10', and if it never does, d lacks what s purged since: go back and reprovision); STOP REPLICA{ch}; "
             f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '10.0.0.1', SOURCE_PORT = 3306{ch}; START REPLICA{ch}.") \
         in text
 
@@ -148,7 +149,7 @@ def test_the_steps_are_in_the_words_of_the_replicas_version_and_placeholders_sta
                                   source="s", source_host=None, source_port=None, donor=("d", "h", 1), donor_uuid=D,
                                   missing=MISSING)
     assert "On r: STOP SLAVE; CHANGE MASTER TO MASTER_HOST = 'h', MASTER_PORT = 1; START SLAVE; " \
-           f"check that SHOW SLAVE STATUS shows Master_UUID '{D}' and" in text
+           f"check that SHOW SLAVE STATUS shows Slave_IO_Running Yes with Master_UUID '{D}' (" in text
     assert "CHANGE MASTER TO MASTER_HOST = '<address of s>', MASTER_PORT = <port of s>; START SLAVE." in text
     assert "REPLICA" not in text.replace("replication account", "")
 
@@ -159,5 +160,5 @@ def test_the_default_channel_of_a_multi_source_replica_is_named():
     text = fetch_from_donor_steps(replica="r", replica_version=V97, channel="", source="s", source_host="h",
                                   source_port=1, donor=("d", "h", 2), missing=MISSING, multi_source=True)
     assert "On r: STOP REPLICA FOR CHANNEL ''; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h', SOURCE_PORT = 2 " \
-           "FOR CHANNEL ''; START REPLICA FOR CHANNEL ''; check that SHOW REPLICA STATUS FOR CHANNEL '' shows no " \
-           "Last_IO_Errno 13114" in text
+           "FOR CHANNEL ''; START REPLICA FOR CHANNEL ''; check that SHOW REPLICA STATUS FOR CHANNEL '' shows " \
+           "Replica_IO_Running Yes (if it shows" in text

@@ -25,7 +25,7 @@ DONORS = {"name": "donors",
           "servers": [{"name": "s"}, {"name": "r1"}, {"name": "r2"},
                       {"name": "r3", "options": ["--log-replica-updates=OFF"]}],
           "channels": [{"replica": r, "source": "s"} for r in ("r1", "r2", "r3")]}
-_CHECK = re.compile(r"^check that SHOW REPLICA STATUS shows Source_UUID '([^']+)' and no Last_IO_Errno 13114 ")
+_CHECK = re.compile(r"^check that SHOW REPLICA STATUS shows Replica_IO_Running Yes with Source_UUID '([^']+)' ")
 _READ = re.compile(r"^read (SELECT @@GLOBAL\.gtid_purged) on (\S+) ")
 _WAIT = re.compile(r"^wait until (SELECT GTID_SUBSET\('<that set>', @@GLOBAL\.gtid_executed\)) returns 1 ")
 
@@ -40,16 +40,18 @@ def _wait(predicate, what: str, timeout: float = 60.0):
 
 def run_advice(fleet, server, advice: str) -> list[str]:
     """Run the steps the advice gives for ``server`` ("On r1: ...; ...") as written: each statement in
-    turn; "check that ... shows Source_UUID" checked once the receiver has connected; "read ... on s"
+    turn; "check that ... shows Replica_IO_Running Yes with Source_UUID" checked once the receiver has
+    connected or failed (a receiver error fails the test); "read ... on s"
     run on s, and its set put in the next step's "wait until SELECT ... returns 1", polled (bounded).
     Returns the steps."""
     steps = advice.split(f"On {server.name}: ", 1)[1].split(". The CHANGE keeps", 1)[0].split("; ")
     that = None
     for step in steps:
         if (check := _CHECK.match(step)):
-            status = _wait(lambda: (st := channel_status(server))["Replica_IO_Running"] == "Yes" and st,
-                           "the receiver to connect")
-            assert (status["Source_UUID"], int(status["Last_IO_Errno"] or 0)) == (check.group(1), 0), status
+            status = _wait(lambda: (st := channel_status(server))["Replica_IO_Running"] != "Connecting" and st,
+                           "the receiver to connect or fail")
+            assert (status["Replica_IO_Running"], status["Source_UUID"], int(status["Last_IO_Errno"] or 0)) == \
+                ("Yes", check.group(1), 0), status
         elif (read := _READ.match(step)):
             that = fleet.server(read.group(2)).query_value(read.group(1))
         elif (wait := _WAIT.match(step)):
@@ -100,13 +102,14 @@ def test_the_donor_named_serves_what_the_source_purged_and_the_replica_goes_back
     f.server("r2").execute("STOP REPLICA SQL_THREAD",
                            "CHANGE REPLICATION FILTER REPLICATE_IGNORE_DB = (no_such_db), REPLICATE_WILD_DO_TABLE = "
                            "('sandbox%.%') FOR CHANNEL ''", "START REPLICA SQL_THREAD")
-    assert _channel_row(f, "r2")["replication_filters"] == \
-        "Replicate_Ignore_DB=no_such_db; Replicate_Wild_Do_Table=sandbox%.%"
-    assert _channel_row(f, "r3")["replication_filters"] == ""
+    server, channel = _read(f, "r2")
+    assert channel["replication_filters"] == "Replicate_Ignore_DB=no_such_db; Replicate_Wild_Do_Table=sandbox%.%"
+    assert server["binlog_filters"] == ""
+    assert _read(f, "r3")[1]["replication_filters"] == ""
 
 
-def _channel_row(fleet, name: str) -> dict:
-    """The channels-table row the collector reads for ``name``'s one channel."""
+def _read(fleet, name: str) -> tuple[dict, dict]:
+    """The servers-table row and the channels-table row (of its one channel) the collector reads for ``name``."""
     import datetime as dt
 
     from jobs.collector import RunContext, read_server
@@ -119,4 +122,4 @@ def _channel_row(fleet, name: str) -> dict:
     result = read_server(spec, RunContext(run_id="donors", run_date=dt.date(2026, 12, 3),
                                           settings=CollectionSettings().read_settings()))
     (row,) = result.channels
-    return row
+    return result.server, row
