@@ -92,9 +92,9 @@ def donor_refusal(replica: ServerSnapshot, source: ServerSnapshot, donor: Server
     """None when ``donor`` can serve ``replica`` what ``source`` purged (``missing``) and let it go
     back to ``source`` (the module's six conditions); otherwise the first condition that fails, in
     words. ``upstream``: the union of the gtid_executed of the servers ``source`` replicates from
-    over a healthy AUTO_POSITION channel (None: none, or not read). ``unfiltered``: True when every
-    channel of ``donor`` is known to filter nothing (or it has none), False when one filters, None
-    when unknown."""
+    over a healthy AUTO_POSITION channel (None: none, or not read). ``unfiltered``: True when the
+    binary log and every channel of ``donor`` are known to filter nothing (or it has no channel),
+    False when one filters, None when unknown."""
     if replica.gtid_executed is None or source.gtid_executed is None or donor.gtid_executed is None:
         return "a gtid_executed is unknown"
     if donor.log_bin is not True:
@@ -102,8 +102,9 @@ def donor_refusal(replica: ServerSnapshot, source: ServerSnapshot, donor: Server
     if donor.log_replica_updates is not True:
         return "log_replica_updates is off or unknown: its binary logs may lack what it replicated"
     if unfiltered is not True:
-        return ("a channel of it has replication filters: its binary logs hold empty transactions for what they "
-                "filtered" if unfiltered is False else "its channels' replication filters are unknown")
+        return ("it has replication filters (a channel's or its binary log's): its binary logs hold empty "
+                "transactions for what they filtered" if unfiltered is False
+                else "its channels' or its binary log's replication filters are unknown")
     if replica.version is None or donor.version is None:
         return "a version is unknown"
     if not _replicates_to(donor.version, replica.version):

@@ -149,6 +149,14 @@ def uuid_owner_frame(snapshots_df, channels_df, registry_df):
 PAIRS_PER_ROW = 16
 
 
+def _column_or_null(df, name: str, spark_type: str = "string"):
+    """``df``'s column ``name``, or NULL of ``spark_type`` where a table written before the column
+    existed lacks it (read as unknown)."""
+    from pyspark.sql import functions as F
+
+    return F.col(name) if name in df.columns else F.lit(None).cast(spark_type)
+
+
 def resolved_pairs(snapshots_df, channels_df):
     """One row per channel the collector resolved to a source (``channels.source_server``) whose
     replica is readable: ``source_server``, ``server``, ``channel_name``, ``channel`` (the
@@ -164,16 +172,13 @@ def resolved_pairs(snapshots_df, channels_df):
     wanted = [c for c in audit_tasks._CHANNEL_COLUMNS if c in channels_df.columns]
     ch = channels_df.where(F.col("source_server").isNotNull()).select(
         "server", "channel_name", "source_server", F.struct(*wanted).alias("channel"))
-    def column(df, name, alias):     # a column an older table may lack: NULL, read as unknown
-        return (F.col(name) if name in df.columns else F.lit(None).cast("timestamp")).alias(alias)
-
     # each channel's and its source's read instants: which channels' read order held, so that a
     # multi-source replica's own writes are reported on one that confirms them (shared_errant_channel)
     src_exec = snapshots_df.select(F.col("server").alias("_s"), F.col("gtid_executed").alias("source_gtid_executed"),
-                                   column(snapshots_df, "read_started_at", "source_read_started_at"),
-                                   column(snapshots_df, "read_at", "source_read_at"))
+                                   _column_or_null(snapshots_df, "read_started_at", "timestamp").alias("source_read_started_at"),
+                                   _column_or_null(snapshots_df, "read_at", "timestamp").alias("source_read_at"))
     every = (channels_df.select("server", "channel_name", "retrieved_gtid_set", "source_server",
-                                column(channels_df, "read_at", "channel_read_at"))
+                                _column_or_null(channels_df, "read_at", "timestamp").alias("channel_read_at"))
              .join(src_exec, F.col("source_server") == F.col("_s"), "left")
              .groupBy("server")
              .agg(F.collect_list(F.struct("channel_name", "retrieved_gtid_set", "source_server", "source_gtid_executed",
@@ -260,9 +265,6 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
     held at once, and the findings are few."""
     from pyspark.sql import functions as F
 
-    def col(df, name):      # a column an older table lacks: NULL, read as unknown
-        return F.col(name) if name in df.columns else F.lit(None).cast("string")
-
     refused = (findings_df.where((F.col("check_id") == audit_tasks.DONOR_CHECK) & F.col("gtid_set").isNotNull())
                .select("finding_key", "server", "source", "channel", "gtid_set"))
     no_logs = [c for c in snapshots_df.columns if c != "binary_logs"]
@@ -283,12 +285,12 @@ def donor_frame(findings_df, snapshots_df, servers_df, channels_df):
                 .union(base.select("finding_key", F.col("_sc").alias("_cl"))).distinct())
     # whether a server's channels filter: False if one does, True only when every channel the
     # server reported (channel_count, NULL when its channels could not be read) shows none
-    filters = col(channels_df, "replication_filters")
+    filters = _column_or_null(channels_df, "replication_filters")
     per_server = (channels_df.groupBy("server")
                   .agg(F.max((filters != "").cast("int")).alias("_some"),
                        F.max(filters.isNull().cast("int")).alias("_unknown"), F.count("*").alias("_n")))
-    count = (F.col("channel_count") if "channel_count" in servers_df.columns else F.lit(None)).cast("int")
-    channels_filter = (servers_df.select("server", count.alias("_cc"), col(servers_df, "binlog_filters").alias("_bf"))
+    channels_filter = (servers_df.select("server", _column_or_null(servers_df, "channel_count", "int").alias("_cc"),
+                                         _column_or_null(servers_df, "binlog_filters").alias("_bf"))
                        .join(per_server, "server", "left")
                        .select("server", "_bf", F.when(F.col("_some") == 1, F.lit(False))
                                .when((F.col("_unknown") == 1) | F.col("_cc").isNull()

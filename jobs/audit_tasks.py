@@ -670,7 +670,7 @@ def donor_batches(batches: Iterator[Any]) -> Iterator[Any]:
 
 def with_donors(row: Mapping[str, Any]) -> dict[str, Any]:
     """A :data:`DONOR_CHECK` finding row (raw columns) whose ``donors`` (its sound donors sorted
-    by name, each ``donor``, ``donor_host``, ``donor_port``; NULL when none) name where the
+    by name, each ``donor``, ``donor_host``, ``donor_port``, ``donor_uuid``; NULL when none) name where the
     replica can fetch what it lacks: the steps for the first (gtid_core.donors) come before the
     check's own remediation (reprovisioning, the alternative), and the evidence lists them all
     (``donors``). Without donors, the row as it was."""

@@ -253,22 +253,23 @@ FILTER_COLUMNS = ("Replicate_Do_DB", "Replicate_Ignore_DB", "Replicate_Do_Table"
                   "Replicate_Wild_Do_Table", "Replicate_Wild_Ignore_Table", "Replicate_Rewrite_DB")
 
 
-def binlog_filters(row: Mapping[str, Any]) -> str | None:
-    """Binlog_Do_DB and Binlog_Ignore_DB of a SHOW BINARY LOG STATUS row as ``Column=value`` pairs
-    joined by '; ' ('' = none), None when a column is absent. A replicated transaction such a
-    filter drops is logged as an empty transaction with its GTID."""
-    cols = ("Binlog_Do_DB", "Binlog_Ignore_DB")
-    if any(col not in row for col in cols):
+def _filters(row: Mapping[str, Any], columns: Sequence[str]) -> str | None:
+    """``columns`` of ``row`` that are set, as ``Column=value`` pairs joined by '; ' ('' = none),
+    or None when one of them is absent (the server's version has no such column: unknown)."""
+    if any(col not in row for col in columns):
         return None
-    return "; ".join(f"{col}={_text(row[col])}" for col in cols if _text(row[col]))
+    return "; ".join(f"{col}={_text(row[col])}" for col in columns if _text(row[col]))
+
+
+def binlog_filters(row: Mapping[str, Any]) -> str | None:
+    """Binlog_Do_DB and Binlog_Ignore_DB of a SHOW BINARY LOG STATUS row (:func:`_filters`). A
+    replicated transaction such a filter drops is logged as an empty transaction with its GTID."""
+    return _filters(row, ("Binlog_Do_DB", "Binlog_Ignore_DB"))
 
 
 def replication_filters(row: Mapping[str, Any]) -> str | None:
-    """The channel's filters as ``Column=value`` pairs joined by '; ' ('' = none), or None when a
-    filter column is absent (5.6 shows no Replicate_Rewrite_DB: unknown)."""
-    if any(col not in row for col in FILTER_COLUMNS):
-        return None
-    return "; ".join(f"{col}={_text(row[col])}" for col in FILTER_COLUMNS if _text(row[col]))
+    """The channel's filters (:func:`_filters`; None on 5.6, which shows no Replicate_Rewrite_DB)."""
+    return _filters(row, FILTER_COLUMNS)
 
 
 # --- run context and results ---------------------------------------------------------------------

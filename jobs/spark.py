@@ -82,7 +82,6 @@ LOCAL_NO_CODEGEN: Mapping[str, str] = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
-#: Settings of the one local session the tests share (and of small local runs).
 #: The heap of a local session's JVM, which holds the driver and the executors' caches and
 #: broadcasts alike (Spark's default is 1g). The demo's audit of its ten servers kept up to 779 MB
 #: live after a collection on 1g (GC log, stop 48), and with the donors' stage (docs/checks.md)
@@ -91,6 +90,7 @@ LOCAL_NO_CODEGEN: Mapping[str, str] = {
 #: ``spark-defaults.conf`` (or spark-submit's ``--driver-memory``) wins.
 LOCAL_DRIVER_MEMORY = "2g"
 
+#: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
     **DRIVER_BOUNDS,
     **TASK_BOUNDS,
