@@ -43,7 +43,13 @@ are not aged). The dashboard queries' ``current_date`` is replaced with the simu
 date.
 
 Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--processes N] [--keep DIR]
-       [--retention TABLE=DAYS ...] [--log-retention-days N]
+       [--retention TABLE=DAYS ...] [--log-retention-days N] [--until HH:MM]
+       python benchmarks/nights.py --keep DIR --resume [--until HH:MM]
+       (a year is about 15 hours of a 2-core machine: it can run in pieces. ``--until`` or a file
+       named STOP in DIR stops it between two nights; ``--resume`` goes on from the last whole
+       night with the run's own settings, kept in DIR/state.json with the fleet of that night.
+       The Delta logs' times are first moved forward by the real time that passed in between, so
+       the simulated calendar does not age them while nothing runs.)
        python benchmarks/nights.py --queries WAREHOUSE DAY OUT.json [WAREHOUSE DAY ...] [--rounds N]
        (the dashboard queries alone, over one warehouse and others beside it in the same session)
 The figures are recorded in docs/benchmarks.md (section "A simulated year").
@@ -56,6 +62,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -73,6 +80,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from jobs.sandbox.sim import Simulator, generate  # noqa: E402
+from jobs.sandbox.sim.model import SimFleet  # noqa: E402
 from jobs.sandbox.sim.evolve import next_night  # noqa: E402
 from jobs.sandbox.sim.score import read_findings, score  # noqa: E402
 
@@ -172,16 +180,41 @@ class Peaks:
         self._thread.join()
 
 
+def _save_state(path: Path, state: dict) -> None:
+    """Where a run stands (its settings, the last whole night, the fleet's file), replaced at once."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1))
+    os.replace(tmp, path)
+
+
+def _until(text: str) -> dt.datetime:
+    """``--until``: HH:MM today (UTC), or an ISO 8601 time (UTC unless it says otherwise)."""
+    if re.fullmatch(r"\d{1,2}:\d{2}", text):
+        hour, minute = map(int, text.split(":"))
+        return dt.datetime.now(dt.timezone.utc).replace(hour=hour, minute=minute, second=0, microsecond=0)
+    when = dt.datetime.fromisoformat(text)
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
 def run_night(config: Path, when: dt.datetime, run_id: str, log: Path) -> tuple[float, int, Peaks]:
     argv = [sys.executable, "-c", AT_DATE, when.isoformat(), "run", "--config", str(config),
             "--run-id", run_id, "--fail-on", "never"]
     start = time.monotonic()
     with log.open("w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=str(ROOT),
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
         peaks = Peaks(proc.pid)
-        rc = proc.wait()
-    peaks.stop()
+        try:
+            rc = proc.wait()
+        except BaseException:   # stopped mid-night: the night's driver, its JVM and workers go too
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        finally:
+            peaks.stop()
     return time.monotonic() - start, rc, peaks
 
 
@@ -293,7 +326,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log-retention-days", type=int, default=None, metavar="DAYS",
                    help="maintenance.log_retention_days (delta.logRetentionDuration) instead of the production "
                         "default of 30")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run kept in --keep DIR after its last whole night, with that run's settings "
+                        "(a night cut short is run again, under its own run id)")
+    p.add_argument("--until", default=None, metavar="HH:MM|ISO",
+                   help="start no night after this time (UTC; HH:MM is today's): a long run goes on later "
+                        "with --resume. A file named STOP in the work directory does the same")
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)   # kill: the night's processes and simulators stop
     try:
         import time_machine  # noqa: F401 - each night's driver needs it; fail here, not after night 1's fleet
     except ImportError:
@@ -314,20 +354,64 @@ def main(argv: list[str] | None = None) -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="gtid-nights-"))
     work.mkdir(parents=True, exist_ok=True)
     warehouse = work / "warehouse"
-    fleet = generate(args.servers, seed=args.seed)
-    processes = args.processes or max(1, -(-args.servers // 2500))
-    today = dt.datetime.now(dt.timezone.utc).date()
-    first_day = today - dt.timedelta(days=args.nights - 1)
-    rows, queries = [], {}
     night1_copy = work / "warehouse-night001"
-    shutil.rmtree(night1_copy, ignore_errors=True)
-    print(f"servers {args.servers}  nights {args.nights} ({first_day} to {today})  seed {args.seed}  "
+    state_path = work / "state.json"
+    if args.resume:
+        if args.keep is None or not state_path.exists():
+            p.error("--resume continues the run kept in --keep DIR (its state.json); give that directory")
+        state = json.loads(state_path.read_text())
+        (work / "STOP").unlink(missing_ok=True)   # asked to go on
+        for key in ("servers", "nights", "seed", "processes", "retention", "log_retention_days"):
+            setattr(args, key, state[key])   # the run's own settings, whatever this command line says
+        retention = state["retention"]
+        fleet = SimFleet.load(work / state["fleet_file"])
+        first_day = dt.date.fromisoformat(state["first_day"])
+        rows = [json.loads(line) for line in (work / "nights.jsonl").read_text().splitlines() if line.strip()]
+        rows = [r for r in rows if r["night"] <= state["night_done"]]
+        # The calendar stood still while nothing ran: the Delta log's files are made younger by the
+        # real time since the last night ended, so that their age is the simulated calendar's again.
+        paused = time.time() - state["saved_at"]
+        age_logs(warehouse, -int(paused))
+        queries = {n: json.loads((work / f"queries{n:03d}.json").read_text())
+                   for n in (1,) if (work / f"queries{n:03d}.json").exists()}
+        print(f"resuming {work} after night {state['night_done']} (paused {paused / 3600:.1f} h: the Delta "
+              f"logs' times moved forward by as much)", flush=True)
+    else:
+        if state_path.exists():
+            p.error(f"{work} holds a run (state.json): continue it with --resume, or give another --keep")
+        fleet = generate(args.servers, seed=args.seed)
+        today = dt.datetime.now(dt.timezone.utc).date()
+        first_day = today - dt.timedelta(days=args.nights - 1)
+        rows, queries = [], {}
+        shutil.rmtree(night1_copy, ignore_errors=True)
+        args.processes = args.processes or max(1, -(-args.servers // 2500))
+        state = {"servers": args.servers, "nights": args.nights, "seed": args.seed, "processes": args.processes,
+                 "retention": retention, "log_retention_days": args.log_retention_days,
+                 "first_day": first_day.isoformat(), "night_done": 0, "fleet_night": 0,
+                 "fleet_file": "fleet-000.json", "change": "", "saved_at": time.time()}
+        fleet.save(work / state["fleet_file"])
+        _save_state(state_path, state)
+    processes = args.processes
+    until = _until(args.until) if args.until else None
+    print(f"servers {args.servers}  nights {args.nights} ({first_day} to "
+          f"{first_day + dt.timedelta(days=args.nights - 1)})  seed {args.seed}  "
           f"simulator processes {processes}  work {work}"
           f"{'  retention ' + json.dumps(retention) if retention else ''}"
-          f"{f'  log retention {args.log_retention_days} days' if args.log_retention_days else ''}", flush=True)
-    for night in range(1, args.nights + 1):
-        change = next_night(fleet, night) if night > 1 else None
-        fleet.save(work / "fleet.json")
+          f"{f'  log retention {args.log_retention_days} days' if args.log_retention_days else ''}"
+          f"{f'  until {until:%Y-%m-%d %H:%M} UTC' if until else ''}", flush=True)
+    for night in range(state["night_done"] + 1, args.nights + 1):
+        if (until and dt.datetime.now(dt.timezone.utc) >= until) or (work / "STOP").exists():
+            print(f"stopped before night {night} ({'--until' if until else 'STOP file'}); continue with "
+                  f"--keep {work} --resume", flush=True)
+            return 0
+        if state["fleet_night"] < night and night > 1:   # not yet evolved for this night (a rerun night is not)
+            change = next_night(fleet, night)
+            fleet_file = f"fleet-{night:03d}.json"
+            fleet.save(work / fleet_file)
+            old, state["fleet_file"] = state["fleet_file"], fleet_file
+            state.update(fleet_night=night, change=change.line())
+            _save_state(state_path, state)
+            (work / old).unlink(missing_ok=True)
         config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(warehouse),
                                           password_file=work / "password")
         doc = yaml.safe_load(config.read_text())
@@ -340,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         day = first_day + dt.timedelta(days=night - 1)
         when = dt.datetime.combine(day, dt.time(2, 0), dt.timezone.utc)
         run_id = f"{when:%Y%m%dT%H%M%SZ}-night{night:03d}"
-        sim = Simulator(work / "fleet.json", processes=processes, lifetime_s=3600, workdir=work).start()
+        load_before = os.getloadavg()[0]
+        sim = Simulator(work / state["fleet_file"], processes=processes, lifetime_s=3600, workdir=work).start()
         try:
             wall, rc, peaks = run_night(config, when, run_id, work / f"night{night:03d}.log")
         finally:
@@ -354,10 +439,10 @@ def main(argv: list[str] | None = None) -> int:
                "driver_rss": peaks.driver, "jvm_rss": peaks.jvm, "workers_rss": peaks.workers, "recall": s.recall,
                "expected": len(s.expected), "missed": sorted(map(list, s.missed)),
                "false_positives": sorted(map(list, s.false_positives)), "tables": sizes,
-               "change": change.line() if change else ""}
+               "change": state["change"] if night > 1 else "",
+               "load_before": load_before, "load_after": os.getloadavg()[0],
+               "ended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         rows.append(row)
-        with (work / "nights.jsonl").open("a") as f:
-            f.write(json.dumps(row) + "\n")
         total = sum(t["bytes"] for t in sizes.values())
         disk = sum(t["disk_bytes"] + t["log_bytes"] for t in sizes.values())
         files = sum(t["files"] for t in sizes.values())
@@ -365,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{peaks.driver / 2**20:5.0f} MB  JVM {peaks.jvm / 2**20:6.0f} MB  workers {peaks.workers / 2**20:5.0f} MB  tables {total / 2**20:7.1f} MB "
               f"in {files:,} files (disk with logs {disk / 2**20:7.1f} MB)  recall {100 * s.recall:.0f} % "
               f"({len(s.expected) - len(s.missed)}/{len(s.expected)})  false positives {len(s.false_positives)}  "
-              f"{row['change']}", flush=True)
+              f"load {load_before:.1f}-{row['load_after']:.1f}  {row['change']}", flush=True)
         for miss in row["missed"]:
             print(f"  missed {miss}")
         for fp in row["false_positives"]:
@@ -373,11 +458,16 @@ def main(argv: list[str] | None = None) -> int:
         if night == 1:
             queries[night] = _queries(warehouse, day, work / f"queries{night:03d}.json", work / f"queries{night:03d}.log")
             if args.nights > 1:   # night 1's tables, queried again beside the last night's
+                shutil.rmtree(night1_copy, ignore_errors=True)
                 shutil.copytree(warehouse, night1_copy, copy_function=shutil.copy2)
         elif night == args.nights:
             queries[night] = _queries(warehouse, day, work / f"queries{night:03d}.json", work / f"queries{night:03d}.log",
                                       others=[(night1_copy, first_day)])
         age_logs(warehouse, 86_400)
+        with (work / "nights.jsonl").open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        state.update(night_done=night, saved_at=time.time())
+        _save_state(state_path, state)
     first, last = rows[0], rows[-1]
     print()
     ratio = lambda key: f"{last[key] / first[key]:.2f}x" if first.get(key) else "n/a"  # noqa: E731
