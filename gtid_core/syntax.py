@@ -66,6 +66,8 @@ _SETTING_RULES: tuple[_Rule, ...] = (
      r"emptying it takes RESET MASTER, which deletes the binary logs)"),
     ((8, 0, 26), re.compile(r"\breplica_(preserve_commit_order|parallel_workers|parallel_type)\b"), r"slave_\1"),
     ((8, 0, 26), re.compile(r"\blog_replica_updates\b"), "log_slave_updates"),
+    ((5, 7, 8), re.compile(r"\bSET PERSIST super_read_only = ON \(it sets read_only too; "),
+     "SET PERSIST read_only = ON (super_read_only comes with 5.7.8: accounts with SUPER can still write; "),
     ((8, 0, 0), re.compile(r"\bSET PERSIST\b"), "SET GLOBAL"),
 )
 

@@ -412,17 +412,53 @@ def with_group_state(snapshots_df, group_df):
                              "server", "left")
 
 
-def server_frame(snapshots_df, previous_df):
-    """One row per readable server: ``snapshot`` and ``previous`` (NULL without a previous run)."""
+def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
+    """One row per readable server: ``snapshot``, ``previous`` (NULL without a previous run);
+    with ``channels_df``, ``channels`` (the server's channels rows, NULL when it has none), and
+    with ``groups_df`` (:func:`replication_group_frame`) ``ring_edges``: the replicating channels
+    (``server``, ``source_server``) of the server's replication group that could be part of a
+    ring, given only to a server with read_only = OFF that could close one
+    (config_replica_writable asks whether its writes come back to it).
+
+    A ring's members all replicate and are all sources, so a server that is not both carries no
+    edges, and only edges between servers that are both are kept: a fleet of leaf replicas, and
+    the writable ones among them, carries none. Replicating is a receiver running or connecting,
+    or an applier running (as ``gtid_core.checks.server.replicating``): a stopped channel closes
+    no ring."""
     from pyspark.sql import functions as F
 
     cur = snapshots_df.select(F.col("server").alias("_k"),
                               F.struct(*[F.col(c) for c in snapshots_df.columns]).alias("snapshot"))
+    if channels_df is not None:
+        own = channels_df.groupBy(F.col("server").alias("_k")).agg(
+            F.collect_list(F.struct(*[F.col(c) for c in channels_df.columns])).alias("channels"))
+        cur = cur.join(own, "_k", "left")
+        if groups_df is not None:
+            running = (F.upper(F.col("io_running")).isin("YES", "CONNECTING")
+                       | (F.upper(F.col("sql_running")) == F.lit("YES")))
+            links = (channels_df.where(running & F.col("source_server").isNotNull()
+                                       & (F.col("source_server") != F.col("server")))
+                     .select("server", "source_server"))
+            both = (links.select("server").distinct()
+                    .join(links.select(F.col("source_server").alias("server")).distinct(), "server", "left_semi"))
+            writable = (snapshots_df.where((F.col("read_only") == F.lit(False))
+                                           & ~F.coalesce(F.col("super_read_only"), F.lit(False)))
+                        .select("server").join(both, "server", "left_semi"))
+            groups = writable.join(groups_df, "server").select("server", "replication_group")
+            edges = (links.join(both, "server", "left_semi")
+                     .join(both.select(F.col("server").alias("source_server")), "source_server", "left_semi")
+                     .join(groups_df, "server")
+                     .join(groups.select("replication_group").distinct(), "replication_group", "left_semi")
+                     .groupBy("replication_group")
+                     .agg(F.collect_list(F.struct("server", "source_server")).alias("ring_edges")))
+            cur = (cur.join(groups.select(F.col("server").alias("_k"), "replication_group"), "_k", "left")
+                   .join(edges, "replication_group", "left").drop("replication_group"))
+    extra = [c for c in cur.columns if c not in ("_k", "snapshot")]
     if previous_df is None:
-        return cur.select("snapshot", F.lit(None).cast(cur.schema["snapshot"].dataType).alias("previous"))
+        return cur.select("snapshot", F.lit(None).cast(cur.schema["snapshot"].dataType).alias("previous"), *extra)
     prev = previous_df.select(F.col("server").alias("_p"),
                               F.struct(*[F.col(c) for c in previous_df.columns]).alias("previous"))
-    return cur.join(prev, cur["_k"] == prev["_p"], "left").select("snapshot", "previous")
+    return cur.join(prev, cur["_k"] == prev["_p"], "left").select("snapshot", "previous", *extra)
 
 
 def _raw_spark_schema(columns: Sequence[str] = RAW_FINDING_COLUMNS):
@@ -968,13 +1004,13 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         if pair_findings.where(F.col("check_id") == audit_tasks.DONOR_CHECK).limit(1).count():
             pair_findings = with_donors(pair_findings, donor_frame(pair_findings, snaps, servers, channels))
         readiness, horizon = output_of(failover_out, "readiness"), output_of(pair_out, "horizon")
-        server_findings = server_frame(snaps, previous_snaps).mapInArrow(
-            audit_tasks.check_server_batches, _raw_spark_schema())
-        collection, resolution = job_finding_frames(servers, errors, channels, registry)
         groups = replication_group_frame(channels)
         if not groups.converged:
             log.warning("replication groups did not converge in %d rounds: server_id is compared within the "
                         "groups found so far (a shared server_id may be missed, none is invented)", groups.rounds)
+        server_findings = server_frame(snaps, previous_snaps, channels, groups.frame).mapInArrow(
+            audit_tasks.check_server_batches, _raw_spark_schema())
+        collection, resolution = job_finding_frames(servers, errors, channels, registry)
         replication_groups = group_frame(snaps, group_rows, group_views, channels).persist(StorageLevel.MEMORY_AND_DISK)
         group_out = replication_groups.mapInArrow(
             functools.partial(audit_tasks.group_batches, run_id=run_id, run_date=run_date),

@@ -374,8 +374,32 @@ def _replica_group(row: Mapping[str, Any]):
     return ReplicaGroup(group_name=name.strip().lower(), view_change_uuid=row.get("member_view_change_uuid"))
 
 
+def _server_replication(r: Mapping[str, Any]):
+    """The ``ServerReplication`` of a ``server_frame`` row: its channels, the channels of its
+    replication group that could close a ring with it (``ring_edges``, given to a writable
+    server only) and whether it is ONLINE or RECOVERING in a group; None when the row has no
+    ``channels`` column or a channel cannot be parsed (the pair checks report that channel as
+    snapshot_invalid, and config_replica_writable is not judged for the server)."""
+    from gtid_core.checks import ServerReplication
+    from gtid_core.checks.group import IN_GROUP_STATES
+    from gtid_core.errors import GtidCoreError
+
+    if "channels" not in r:
+        return None
+    try:
+        channels = tuple(channel_snapshot(c) for c in r["channels"] or ())
+    except GtidCoreError:
+        return None
+    sources_of: dict[str, list[str]] = {}
+    for edge in r.get("ring_edges") or ():
+        sources_of.setdefault(edge["server"], []).append(edge["source_server"])
+    return ServerReplication(channels=channels, sources_of=sources_of,
+                             group_member=r["snapshot"].get("group_member_state") in IN_GROUP_STATES)
+
+
 def check_server_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body: one row per server (``snapshot``, ``previous``), findings rows out."""
+    """mapInArrow body: one row per server (``snapshot``, ``previous``, and from
+    ``jobs.audit.server_frame`` its ``channels`` and ``ring_edges``), findings rows out."""
     import pyarrow as pa
 
     from gtid_core.checks import run_server_checks
@@ -389,7 +413,7 @@ def check_server_batches(batches: Iterator[Any]) -> Iterator[Any]:
             try:
                 current = server_snapshot(snap)
                 previous = server_snapshot(r["previous"]) if r["previous"] is not None else None
-                found = run_server_checks(current, previous)
+                found = run_server_checks(current, previous, _server_replication(r))
             except GtidCoreError as exc:
                 out.append(_invalid(snap, exc))
                 continue
@@ -509,12 +533,16 @@ def failover_outputs(r: Mapping[str, Any], replicas: _SnapshotCache, *, run_id: 
         source = server_snapshot(src)
     except GtidCoreError:
         return
-    model = _failover_model(source, src, _sorted_pairs(r), replicas)
+    pairs = _sorted_pairs(r)
+    model = _failover_model(source, src, pairs, replicas)
     if model is None:
         return
     cluster = src.get("cluster")
+    # a finding carries its own server's cluster (a candidate's, for failover_candidate_unsafe), as
+    # the pair checks do; the readiness rows carry the source's
+    clusters = {p["replica"]["server"]: p["replica"].get("cluster") for p in pairs}
     for f in failover_findings(model):
-        yield "finding", _finding_to_row(f, cluster)
+        yield "finding", _finding_to_row(f, clusters.get(f.server, cluster))
     for row in failover_rows(model, run_id=run_id, run_date=run_date, cluster=cluster):
         yield "readiness", row
 

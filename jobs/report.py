@@ -1041,8 +1041,8 @@ _FAILOVER_CHECKS = ("no_safe_failover_candidate", "failover_candidate_unsafe")
 def _sibling_outcome(r: Mapping[str, Any]) -> str:
     """One sibling's line of a candidate: what it would get when repointed to the candidate."""
     parts = [f"{r[column]:,} {label}" for column, label in (
-        ("lost_count", "lost"), ("errant_count", "errant received"), ("catch_up_count", "after catch-up"),
-        ("in_flight_count", "in flight")) if r.get(column)]
+        ("lost_count", "lost"), ("errant_count", "errant received"),
+        ("catch_up_count", "still in the candidate's relay log"), ("in_flight_count", "in flight")) if r.get(column)]
     if r.get("refusal"):
         parts.append(str(r["refusal"]))
     role = " (the source)" if r.get("sibling_role") == "source" else ""

@@ -2,7 +2,7 @@
 
 Two entry points, called by the audit job once per server and once per replication channel::
 
-    run_server_checks(server, previous) -> list[Finding]
+    run_server_checks(server, previous, replication) -> list[Finding]
     run_pair_checks(replica, channel, source, relay_tail, fleet) -> list[Finding]
 
 One family of checks per module, each built on ``catalogue`` and, for a pair check, ``pair``:
@@ -19,7 +19,8 @@ One family of checks per module, each built on ``catalogue`` and, for a pair che
   replica_gtid_holes, replica_gtid_history_lost).
 - ``relay_tail``: the newest relay log's last transaction (incomplete_relay_log_tail).
 - ``channel``: the channel's threads and settings (replication_*, config_* of a channel).
-- ``server``: one server's settings and how it changed since the previous night.
+- ``server``: one server's settings (with its channels and the ring it may close) and how it
+  changed since the previous night.
 - ``runners``: the two entry points.
 
 Every check function's docstring says what it proves, what it cannot see, and the server
@@ -30,12 +31,14 @@ from gtid_core.checks.catalogue import CHECKS, CheckInfo
 from gtid_core.checks.divergence import split_errant
 from gtid_core.checks.pair import FleetContext, ReplicaGroup, pair_reconnect_outcome, read_order, replica_executed
 from gtid_core.checks.runners import run_pair_checks, run_server_checks
+from gtid_core.checks.server import ServerReplication
 
 __all__ = [
     "CHECKS",
     "CheckInfo",
     "FleetContext",
     "ReplicaGroup",
+    "ServerReplication",
     "pair_reconnect_outcome",
     "read_order",
     "replica_executed",

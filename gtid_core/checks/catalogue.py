@@ -225,6 +225,14 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "After a crash InnoDB can lose committed transactions whose GTIDs replicas already have, and "
           "gtid_executed and the data can disagree.",
           None, "SET PERSIST innodb_flush_log_at_trx_commit = 1."),
+    _info("config_replica_writable", Severity.WARNING, "server",
+          "A replica with read_only = OFF",
+          "The server replicates and takes writes from any account that can write: each such commit is an "
+          "errant transaction (a GTID of its own server_uuid that its source lacks). The writer of a ring "
+          "(its writes come back to it) and Group Replication members are not reported.",
+          "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER once such a write exists and the replica is repointed",
+          "SET PERSIST super_read_only = ON (it sets read_only too; replication's applier threads are exempt). "
+          "Find who wrote: errant_transactions names any GTID already committed."),
     # --- pair: the channel's settings (channel.py) ------------------------------------------------
     _info("config_auto_position_off", Severity.WARNING, "pair",
           "Channel does not use AUTO_POSITION",

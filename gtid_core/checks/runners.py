@@ -24,8 +24,10 @@ from gtid_core.checks.on_reconnect import (
 from gtid_core.checks.pair import FleetContext, _Pair, pair_reconnect_outcome
 from gtid_core.checks.relay_tail import check_incomplete_relay_log_tail
 from gtid_core.checks.server import (
+    ServerReplication,
     check_gtid_executed_regressed,
     check_gtid_purged_jumped,
+    check_replica_writable,
     check_server_config,
     check_source_uuid_went_back,
 )
@@ -38,9 +40,13 @@ from gtid_core.versions import MySQLVersion
 __all__ = ["run_pair_checks", "run_server_checks"]
 
 
-def run_server_checks(server: ServerSnapshot, previous: ServerSnapshot | None) -> list[Finding]:
-    """Every check of one server, and, with its previous snapshot, the checks of how it changed."""
+def run_server_checks(server: ServerSnapshot, previous: ServerSnapshot | None,
+                      replication: ServerReplication | None = None) -> list[Finding]:
+    """Every check of one server, and, with its previous snapshot, the checks of how it changed;
+    with ``replication`` (its channels and those around it), the checks that need them."""
     findings = check_server_config(server)
+    if replication is not None:
+        findings += check_replica_writable(server, replication)
     if previous is not None:
         findings += check_gtid_executed_regressed(server, previous)
         findings += check_gtid_purged_jumped(server, previous)

@@ -1,23 +1,30 @@
 """Server checks: one server's settings, and how it changed since the previous night.
 
 check_server_config reads the server's variables (gtid_mode_off, config_enforce_gtid_consistency_off,
-config_sync_binlog, config_innodb_flush_log_at_trx_commit). The night-to-night checks compare the
-snapshot with the previous run's of the same server_uuid: gtid_executed_regressed,
-gtid_purged_jumped, source_uuid_went_back.
+config_sync_binlog, config_innodb_flush_log_at_trx_commit); check_replica_writable reads them with
+the server's channels and the channels around it (config_replica_writable). The night-to-night
+checks compare the snapshot with the previous run's of the same server_uuid:
+gtid_executed_regressed, gtid_purged_jumped, source_uuid_went_back.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
 
 from gtid_core.checks.catalogue import _finding, _short, _text
 from gtid_core.findings import Finding
 from gtid_core.gtid_set import GtidSet
-from gtid_core.snapshots import ServerSnapshot
+from gtid_core.snapshots import ChannelSnapshot, ServerSnapshot
 
 __all__ = [
     "check_gtid_executed_regressed",
     "check_gtid_purged_jumped",
+    "check_replica_writable",
     "check_server_config",
+    "ServerReplication",
+    "replicating",
+    "writes_come_back",
     "check_source_uuid_went_back",
 ]
 
@@ -53,6 +60,100 @@ def check_server_config(server: ServerSnapshot) -> list[Finding]:
                             "whose GTIDs are already in binary logs or on replicas.",
                             evidence={"innodb_flush_log_at_trx_commit": server.innodb_flush_log_at_trx_commit}))
     return out
+
+
+@dataclass(frozen=True)
+class ServerReplication:
+    """What a server check needs to know of the replication around one server.
+
+    ``channels``: the server's own channels (every one it reported). ``sources_of``: for the
+    servers around it that could close a ring with it, the inventory names each one's
+    replicating channels (:func:`replicating`) read from (empty when not known). ``group_member``:
+    the server is ONLINE or RECOVERING in a Group Replication group, which sets and lifts its
+    super_read_only."""
+
+    channels: Sequence[ChannelSnapshot] = ()
+    sources_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    group_member: bool = False
+
+
+def writes_come_back(server: str, sources_of: Mapping[str, Iterable[str]]) -> bool:
+    """True when ``server``'s own transactions reach it again through replication: following
+    channels from replica to source (``sources_of``), one of its sources leads back to it. That is
+    a ring (two co-masters replicating from each other, or longer), where the server that takes
+    the writes is a replica and writable by design: its transactions come back to it as its own
+    and are skipped, never errant."""
+    seen: set[str] = set()
+    stack = list(sources_of.get(server, ()))
+    while stack:
+        node = stack.pop()
+        if node == server:
+            return True
+        if node not in seen:
+            seen.add(node)
+            stack.extend(sources_of.get(node, ()))
+    return False
+
+
+#: A channel of Group Replication's own (applier, recovery): the group's machinery, not a replica's.
+_GROUP_CHANNELS = ("group_replication_applier", "group_replication_recovery")
+
+
+def replicating(io_running: str | None, sql_running: str | None) -> bool:
+    """A channel that replicates today: its receiver running or connecting, or its applier
+    running (``Replica_IO_Running``, ``Replica_SQL_Running``, any case). Both threads stopped,
+    with an error or without, is not: a promoted server's channel to its old source stays behind
+    stopped, often with the receiver's last connection error (STOP REPLICA keeps Last_IO_Errno),
+    and so does a replica parked on purpose."""
+    return (io_running or "").upper() in ("YES", "CONNECTING") or (sql_running or "").upper() == "YES"
+
+
+def check_replica_writable(server: ServerSnapshot, replication: ServerReplication) -> list[Finding]:
+    """config_replica_writable: a replica with read_only = OFF.
+
+    Any account with write privileges can commit on it, and every such commit gets a GTID of the
+    replica's own server_uuid that its source never has: an errant transaction. It is found only
+    after the fact (errant_transactions), and by then it makes the source refuse the replica
+    after a repointing (ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER) or is sent to every other replica
+    when this one is promoted. read_only = ON refuses such writes from accounts without
+    CONNECTION_ADMIN or SUPER, super_read_only = ON from every account; the replication applier
+    is exempt from both (``check_readonly()`` in sql/auth/sql_authorization.cc returns early for
+    ``thd->slave_thread``), so setting them stops nothing that replicates. Proven on 9.7.4 (tests/sandbox/test_replica_writable.py): a write by an account
+    without those privileges on a read_only = OFF replica commits with the replica's own
+    server_uuid; with read_only = ON it fails with ER_OPTION_PREVENTS_STATEMENT (1290) and the
+    channel keeps applying.
+
+    Sound: read_only and the channels are the server's own answers of one read. Not reported:
+    an ONLINE or RECOVERING Group Replication member (the group sets super_read_only on its
+    secondaries and lifts it on its primary); a server whose channels all have both threads
+    stopped (:func:`replicating`: a promoted server's channel left behind, or a replica parked on
+    purpose); a server whose writes come back to it through replicating channels
+    (:func:`writes_come_back`: the writer of a ring; a stopped channel closes no ring, so a former
+    primary repointed to the server promoted in its place, whose old channel is left stopped, is
+    reported). Not seen: read_only = ON with super_read_only = OFF, where administrators and
+    tools with SUPER or CONNECTION_ADMIN can still write (the usual setting before 5.7.8 and on
+    many fleets: not reported, to keep this check to the plainly unsafe case); read_only not
+    read; a parked replica; a group member's asynchronous channel (an InnoDB ClusterSet replica
+    cluster's primary with super_read_only OFF). Reported wrongly: the writer of a ring closed
+    through a server outside the inventory or not read, or through a Group Replication group
+    (a member to another member).
+    """
+    if server.read_only is not False or server.super_read_only is True or replication.group_member:
+        return []
+    channels = [ch for ch in replication.channels
+                if ch.channel_name not in _GROUP_CHANNELS and replicating(ch.io_running, ch.sql_running)]
+    name = server.label
+    if not channels or writes_come_back(name, replication.sources_of):
+        return []
+    labels = ", ".join(ch.label for ch in sorted(channels, key=lambda c: c.channel_name))
+    return [_finding(
+        "config_replica_writable", name, f"{name}: read_only = OFF on a replica",
+        f"{name} replicates (channel {labels}) with read_only = OFF: any account that can write commits on "
+        f"it, and every such commit is an errant transaction (a GTID of {name}'s own server_uuid that its "
+        "source lacks), found only after the fact, and refused by the source after a repointing or sent to "
+        "every replica if this one is promoted.",
+        evidence={"read_only": False, "super_read_only": server.super_read_only,
+                  "channels": [ch.channel_name for ch in channels]})]
 
 
 def _same_server(server: ServerSnapshot, previous: ServerSnapshot) -> bool:

@@ -435,9 +435,11 @@ class ServerPool:
 
 
 def _reset_server(server: PooledServer) -> None:
-    """No channel, its own server_id, no test database (dropped unlogged), no GTID, no binary log."""
+    """No channel, its own server_id, writable (the read_only a replica's attach persisted is
+    undone), no test database (dropped unlogged), no GTID, no binary log."""
     dbs = [row["Database"] for row in server.query("SHOW DATABASES")]
     server.execute("STOP REPLICA", "RESET REPLICA ALL", f"SET GLOBAL server_id = {server.server_id}",
+                   "RESET PERSIST IF EXISTS read_only", "SET GLOBAL read_only = OFF",
                    "SET SESSION sql_log_bin = 0",
                    *[f"DROP DATABASE `{d}`" for d in dbs if d not in SYSTEM_DATABASES],
                    "SET SESSION sql_log_bin = 1", "RESET BINARY LOGS AND GTIDS")

@@ -364,10 +364,17 @@ class Fleet:
             server.execute(*statements)
 
     def attach_channel(self, ch: "ChannelSpec", *, start: bool = True) -> None:
-        """CHANGE REPLICATION SOURCE TO ... SOURCE_AUTO_POSITION=1 FOR CHANNEL, then START REPLICA."""
+        """CHANGE REPLICATION SOURCE TO ... SOURCE_AUTO_POSITION=1 FOR CHANNEL, then START REPLICA.
+
+        The replica gets ``read_only = ON`` (persisted), as a DBA sets a replica
+        (config_replica_writable), unless it is a member of one of the topology's groups, whose
+        read-only state Group Replication owns. The sandbox writes as root, which read_only does
+        not stop (super_read_only would): its faults can still be made on any replica."""
         replica, source = self.servers[ch.replica], self.servers[ch.source]
         channel = f"FOR CHANNEL '{ch.channel}'"
         ssl = "SOURCE_SSL=1, " if source.tls is not None else ""
+        if not any(ch.replica in g.members for g in self.topology.groups):
+            replica.execute("SET PERSIST read_only = ON")
         replica.execute(
             f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='{HOST}', SOURCE_PORT={source.port}, {ssl}"
             f"SOURCE_USER='{REPL_USER}', SOURCE_PASSWORD='{self.passwords[REPL_USER]}', "

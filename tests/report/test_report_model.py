@@ -142,7 +142,7 @@ def test_failover_section_ranks_candidates_and_shows_their_findings():
     text = re.sub(r"<[^>]+>", " ", page)
     assert re.search(r"source s .*1\s+a\s+safe_after_catch_up .*2\s+b\s+loses_transactions\s+failover_candidate_unsafe",
                      text), text
-    assert "b: streams (5 after catch-up)" in text and "s (the source): streams (3 lost)" in text
+    assert "b: streams (5 still in the candidate's relay log)" in text and "s (the source): streams (3 lost)" in text
     assert re.search(r"source t\s+\[c\]\s+no_safe_failover_candidate", text), text
     assert "t (the source): refused (13114 purged required binary logs)" in text
     assert text.count("no_safe_failover_candidate") == 1 and text.count("failover_candidate_unsafe") == 2

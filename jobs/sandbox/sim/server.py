@@ -97,7 +97,8 @@ class Latency:
 
 def default_variables(server: SimServer, shape: Shape) -> dict[str, Any]:
     """A healthy server's variables for its version (defaults of that version where they
-    matter: parallel appliers with commit order from 8.0.27, TABLE repositories from 8.0)."""
+    matter: parallel appliers with commit order from 8.0.27, TABLE repositories from 8.0), and
+    read_only / super_read_only ON on a server with channels."""
     t = shape.version.triple
     workers = 4 if t >= (8, 0, 27) else 0
     values: dict[str, Any] = {
@@ -112,7 +113,8 @@ def default_variables(server: SimServer, shape: Shape) -> dict[str, Any]:
         "slave_parallel_type": "LOGICAL_CLOCK" if t >= (8, 0, 27) else "DATABASE",
         "replica_parallel_type": "LOGICAL_CLOCK" if t >= (8, 0, 27) else "DATABASE",
         "slave_preserve_commit_order": 1, "replica_preserve_commit_order": 1, "binlog_format": "ROW",
-        "read_only": 0, "super_read_only": 0,
+        # a replica is read-only, as a DBA sets it (config_replica_writable); scenarios override it
+        "read_only": int(bool(server.channels)), "super_read_only": int(bool(server.channels)),
         "relay_log_info_repository": "TABLE" if t >= (8, 0, 0) else "FILE",
         "master_info_repository": "TABLE" if t >= (8, 0, 0) else "FILE",
         "sql_mode": "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,"
