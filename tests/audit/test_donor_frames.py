@@ -112,3 +112,24 @@ def test_the_refused_replica_is_told_which_servers_still_hold_what_its_source_pu
         in refused["remediation"]
     # every other finding as it was
     assert {k: r for k, r in after.items() if k != key} == {k: r for k, r in before.items() if k != key}
+
+
+def test_when_the_sources_own_channel_filters_only_its_replicas_are_named(spark):
+    """s's channel from u filters: s holds empty transactions for what it dropped, and only servers
+    that got the same from s (its own replicas: d) may serve r; u, upstream, and y, d's replica, are not."""
+    from jobs.audit import donor_frame, output_of, pair_frame, pair_output_frame, resolved_pairs, snapshot_frame
+    from schemas import get_table
+
+    def df(name, rows):
+        schema = get_table(name)
+        return spark.createDataFrame([{c.name: r.get(c.name) for c in schema.columns} for r in rows],
+                                     schema=schema.to_spark())
+
+    channels = [c if c["server"] != "s" else {**c, "replication_filters": "Replicate_Ignore_DB=scratch"}
+                for c in CHANNELS]
+    servers, channels = df("servers", SERVERS), df("channels", channels)
+    snaps = snapshot_frame(servers, df("binary_logs", BINLOGS))
+    findings = output_of(pair_output_frame(pair_frame(resolved_pairs(snaps, channels), snaps,
+                                                      df("relay_log_tail", []))), "finding")
+    [row] = donor_frame(findings, snaps, servers, channels).collect()
+    assert [d["donor"] for d in row["donors"]] == ["d"]

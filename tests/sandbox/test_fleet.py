@@ -151,13 +151,18 @@ def test_audit_account_can_read_what_the_auditor_needs(audit_conn, sql):
     ("SELECT * FROM performance_schema.events_statements_history", 1142),
     ("STOP REPLICA", 1227),
 ])
-def test_audit_account_cannot_write_or_read_application_data(audit_conn, sql, errno):
-    """The audit account is refused application tables, writes, admin commands and statement history."""
-    cur = audit_conn.cursor()
-    with pytest.raises(mysql.connector.Error) as info:
-        cur.execute(sql)
-        cur.fetchall()
-    assert info.value.errno == errno
+def test_audit_account_cannot_write_or_read_application_data(fleet, sql, errno):
+    """The audit account is refused application tables, writes, admin commands and statement history,
+    for want of privileges: on a writable source (a replica's read_only would refuse the writes first)."""
+    conn = fleet.server("orders-src").connect(user="audit", password=fleet.audit_password_file.read_text().strip())
+    request = conn.cursor()
+    try:
+        with pytest.raises(mysql.connector.Error) as info:
+            request.execute(sql)
+            request.fetchall()
+        assert info.value.errno == errno
+    finally:
+        conn.close()
 
 
 def test_a_failed_up_stops_what_it_started(mysql_dist, tmp_path):
