@@ -23,7 +23,7 @@ from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
 __all__ = ["build_session", "session_conf", "delta_conf", "DRIVER_BOUNDS", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES",
-           "LOCAL_DRIVER_MEMORY",
+           "LOCAL_DRIVER_MEMORY", "LOCAL_PAGE_SIZE",
            "LOCAL_WORKER_DAEMON", "LOCAL_NO_CODEGEN", "local_defaults"]
 
 #: Quiet log4j2 configuration for sessions the job starts itself.
@@ -90,6 +90,19 @@ LOCAL_NO_CODEGEN: Mapping[str, str] = {
 #: ``spark-defaults.conf`` (or spark-submit's ``--driver-memory``) wins.
 LOCAL_DRIVER_MEMORY = "2g"
 
+#: The unit of memory a local session's sorts, hash aggregates and hash joins take from the
+#: heap (``spark.buffer.pageSize``): each such operator of a running task holds at least one
+#: page, whatever it holds. Spark sizes the page by the heap (the execution pool / cores / 16,
+#: rounded up to a power of two, 1-64 MB): 8 MB on a 1 GB heap, 32 MB on the 2 GB of
+#: :data:`LOCAL_DRIVER_MEMORY`, so doubling the heap quadrupled what each operator takes. Without
+#: generated code (:data:`LOCAL_NO_CODEGEN`) a task's sorts and aggregates each hold their own
+#: page, and the test session's live heap held 380-750 MB of such pages at a time for tables of
+#: a few rows (class histograms, stop 50), where a broadcast then could not be built ("Not
+#: enough memory to build and broadcast the table", CI of stop 49). A night's rows are small:
+#: 2 MB pages; a record larger than a page gets a page of its own size. Read when the JVM
+#: starts, so set before the session is built; a user's ``spark.conf`` wins.
+LOCAL_PAGE_SIZE = "2m"
+
 #: Settings of the one local session the tests share (and of small local runs).
 LOCAL_TEST_CONF: Mapping[str, str] = {
     **DRIVER_BOUNDS,
@@ -100,6 +113,7 @@ LOCAL_TEST_CONF: Mapping[str, str] = {
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": LOCAL_DRIVER_MEMORY,
+    "spark.buffer.pageSize": LOCAL_PAGE_SIZE,
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
     "spark.databricks.delta.snapshotPartitions": "1",
@@ -177,8 +191,11 @@ def build_session(settings: SparkSettings | None = None):
         # laptop or CI run has no use for the web UI
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.config("spark.ui.enabled", "false")
-        if not _driver_memory_set(settings):     # read at the JVM's start: before getOrCreate
+        # read when the JVM starts: set before getOrCreate
+        if not _user_sets(settings, "spark.driver.memory", "SPARK_DRIVER_MEMORY"):
             builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
+        if not _user_sets(settings, "spark.buffer.pageSize"):
+            builder = builder.config("spark.buffer.pageSize", LOCAL_PAGE_SIZE)
         # stage progress bars on a terminal only; logs and CI stay quiet
         builder = builder.config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
         # the job makes no catalog tables, but Spark's catalog creates its warehouse directory
@@ -202,11 +219,12 @@ def build_session(settings: SparkSettings | None = None):
     return session
 
 
-def _driver_memory_set(settings: SparkSettings) -> bool:
-    """Whether the user chose the local JVM's heap: ``spark.conf``, ``SPARK_DRIVER_MEMORY``, or
-    ``spark.driver.memory`` in the ``spark-defaults.conf`` Spark's launcher reads
-    (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``)."""
-    if "spark.driver.memory" in settings.conf or os.environ.get("SPARK_DRIVER_MEMORY"):
+def _user_sets(settings: SparkSettings, key: str, env_var: str | None = None) -> bool:
+    """Whether the user chose a setting the local JVM reads when it starts (its heap, its page
+    size): ``spark.conf``, the launcher's environment variable for it (``SPARK_DRIVER_MEMORY``),
+    or ``key`` in the ``spark-defaults.conf`` Spark's launcher reads (``$SPARK_CONF_DIR``, else
+    ``$SPARK_HOME/conf``)."""
+    if key in settings.conf or (env_var and os.environ.get(env_var)):
         return True
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (
         os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
@@ -214,7 +232,7 @@ def _driver_memory_set(settings: SparkSettings) -> bool:
         return False
     try:
         with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
-            return any(line.split()[:1] == ["spark.driver.memory"] for line in f)
+            return any(line.split()[:1] == [key] for line in f)
     except OSError:
         return False
 

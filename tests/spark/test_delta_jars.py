@@ -232,37 +232,48 @@ def test_local_sessions_size_their_shuffle_by_cores(cores):
                                      "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
-def test_the_local_heap_is_2g_unless_the_user_chose_one(tmp_path, monkeypatch):
-    """spark.conf, SPARK_DRIVER_MEMORY or spark-defaults.conf's spark.driver.memory keep the user's heap."""
+def test_the_local_heap_and_page_size_are_ours_unless_the_user_chose_them(tmp_path, monkeypatch):
+    """spark.conf, SPARK_DRIVER_MEMORY or spark-defaults.conf's spark.driver.memory keep the
+    user's heap; spark.conf or spark-defaults.conf's spark.buffer.pageSize the user's page size."""
     from jobs.config import SparkSettings
-    from jobs.spark import _driver_memory_set
+    from jobs.spark import _user_sets
+
+    def heap(settings):
+        return _user_sets(settings, "spark.driver.memory", "SPARK_DRIVER_MEMORY")
+
+    def page(settings):
+        return _user_sets(settings, "spark.buffer.pageSize")
 
     for var in ("SPARK_DRIVER_MEMORY", "SPARK_CONF_DIR", "SPARK_HOME"):
         monkeypatch.delenv(var, raising=False)
-    assert not _driver_memory_set(SparkSettings())
-    assert _driver_memory_set(SparkSettings(conf={"spark.driver.memory": "8g"}))
+    assert not heap(SparkSettings()) and not page(SparkSettings())
+    assert heap(SparkSettings(conf={"spark.driver.memory": "8g"}))
+    assert page(SparkSettings(conf={"spark.buffer.pageSize": "16m"}))
+    assert not page(SparkSettings(conf={"spark.driver.memory": "8g"}))
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     (tmp_path / "spark-defaults.conf").write_text("spark.driver.memoryOverhead 1g\n")
-    assert not _driver_memory_set(SparkSettings())
-    (tmp_path / "spark-defaults.conf").write_text("spark.ui.enabled false\nspark.driver.memory 6g\n")
-    assert _driver_memory_set(SparkSettings())
+    assert not heap(SparkSettings()) and not page(SparkSettings())
+    (tmp_path / "spark-defaults.conf").write_text("spark.ui.enabled false\nspark.driver.memory 6g\nspark.buffer.pageSize 8m\n")
+    assert heap(SparkSettings()) and page(SparkSettings())
     monkeypatch.delenv("SPARK_CONF_DIR")
     monkeypatch.setenv("SPARK_DRIVER_MEMORY", "4g")
-    assert _driver_memory_set(SparkSettings())
+    assert heap(SparkSettings()) and not page(SparkSettings())
 
 
 def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path, real_jars):
     """build_session on local[3] (a JVM of its own): 12 shuffle partitions, the user's
     snapshotPartitions wins over the default, the workers come from jobs.worker_daemon, and
     expressions are interpreted unless the user's conf says otherwise (whole-stage code
-    generation stays off: the user set only the factory mode). The catalog's first use leaves
+    generation stays off: the user set only the factory mode); its heap is 2 GB and its memory
+    pages 2 MB (jobs.spark.LOCAL_PAGE_SIZE). The catalog's first use leaves
     no spark-warehouse/ in the working directory: it is under the cache directory."""
     script = ("from jobs.config import SparkSettings\nfrom jobs.spark import build_session\n"
               "s = build_session(SparkSettings(master='local[3]', conf={'spark.databricks.delta.snapshotPartitions': '5',\n"
               "                                                        'spark.sql.codegen.factoryMode': 'FALLBACK'}))\n"
               "print('CONF', s.conf.get('spark.sql.shuffle.partitions'), s.conf.get('spark.databricks.delta.snapshotPartitions'),\n"
               "      s.sparkContext.getConf().get('spark.python.daemon.module'), s.conf.get('spark.sql.codegen.wholeStage'),\n"
-              "      s.conf.get('spark.sql.codegen.factoryMode'), s.sparkContext.getConf().get('spark.driver.memory'))\n"
+              "      s.conf.get('spark.sql.codegen.factoryMode'), s.sparkContext.getConf().get('spark.driver.memory'),\n"
+              "      s.sparkContext._jsc.sc().env().memoryManager().pageSizeBytes())\n"
               "s.catalog.listDatabases()\n"
               "s.stop()\n")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
@@ -270,7 +281,7 @@ def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path,
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert "CONF 12 5 jobs.worker_daemon false FALLBACK 2g" in done.stdout, done.stdout[-2000:]
+    assert f"CONF 12 5 jobs.worker_daemon false FALLBACK 2g {2 * 1024 * 1024}" in done.stdout, done.stdout[-2000:]
     assert not (tmp_path / "spark-warehouse").exists()
 
 
