@@ -422,7 +422,9 @@ def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
 
     A ring's members all replicate and are all sources, so a server that is not both carries no
     edges, and only edges between servers that are both are kept: a fleet of leaf replicas, and
-    the writable ones among them, carries none. Replicating is a receiver running or connecting,
+    the writable ones among them, carries none. A writable server also gets
+    ``sources_not_read``: the inventory servers its replicating channels read from that have no
+    snapshot this run (their channels, which could close a ring, are unknown). Replicating is a receiver running or connecting,
     or an applier running (as ``gtid_core.checks.server.replicating``): a stopped channel closes
     no ring."""
     from pyspark.sql import functions as F
@@ -441,9 +443,10 @@ def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
                      .select("server", "source_server"))
             both = (links.select("server").distinct()
                     .join(links.select(F.col("source_server").alias("server")).distinct(), "server", "left_semi"))
-            writable = (snapshots_df.where((F.col("read_only") == F.lit(False))
-                                           & ~F.coalesce(F.col("super_read_only"), F.lit(False)))
-                        .select("server").join(both, "server", "left_semi"))
+            writable_any = (snapshots_df.where((F.col("read_only") == F.lit(False))
+                                               & ~F.coalesce(F.col("super_read_only"), F.lit(False)))
+                            .select("server"))
+            writable = writable_any.join(both, "server", "left_semi")
             groups = writable.join(groups_df, "server").select("server", "replication_group")
             edges = (links.join(both, "server", "left_semi")
                      .join(both.select(F.col("server").alias("source_server")), "source_server", "left_semi")
@@ -451,8 +454,13 @@ def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
                      .join(groups.select("replication_group").distinct(), "replication_group", "left_semi")
                      .groupBy("replication_group")
                      .agg(F.collect_list(F.struct("server", "source_server")).alias("ring_edges")))
+            unread = (links.join(writable_any, "server", "left_semi")
+                      .join(snapshots_df.select(F.col("server").alias("source_server")), "source_server", "left_anti")
+                      .groupBy(F.col("server").alias("_k"))
+                      .agg(F.sort_array(F.collect_set("source_server")).alias("sources_not_read")))
             cur = (cur.join(groups.select(F.col("server").alias("_k"), "replication_group"), "_k", "left")
-                   .join(edges, "replication_group", "left").drop("replication_group"))
+                   .join(edges, "replication_group", "left").drop("replication_group")
+                   .join(unread, "_k", "left"))
     extra = [c for c in cur.columns if c not in ("_k", "snapshot")]
     if previous_df is None:
         return cur.select("snapshot", F.lit(None).cast(cur.schema["snapshot"].dataType).alias("previous"), *extra)

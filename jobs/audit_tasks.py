@@ -377,7 +377,8 @@ def _replica_group(row: Mapping[str, Any]):
 def _server_replication(r: Mapping[str, Any]):
     """The ``ServerReplication`` of a ``server_frame`` row: its channels, the channels of its
     replication group that could close a ring with it (``ring_edges``, given to a writable
-    server only) and whether it is ONLINE or RECOVERING in a group; None when the row has no
+    server only), the sources of its replicating channels that were not read this run
+    (``sources_not_read``, idem) and whether it is ONLINE or RECOVERING in a group; None when the row has no
     ``channels`` column or a channel cannot be parsed (the pair checks report that channel as
     snapshot_invalid, and config_replica_writable is not judged for the server)."""
     from gtid_core.checks import ServerReplication
@@ -394,7 +395,8 @@ def _server_replication(r: Mapping[str, Any]):
     for edge in r.get("ring_edges") or ():
         sources_of.setdefault(edge["server"], []).append(edge["source_server"])
     return ServerReplication(channels=channels, sources_of=sources_of,
-                             group_member=r["snapshot"].get("group_member_state") in IN_GROUP_STATES)
+                             group_member=r["snapshot"].get("group_member_state") in IN_GROUP_STATES,
+                             sources_not_read=tuple(r.get("sources_not_read") or ()))
 
 
 def check_server_batches(batches: Iterator[Any]) -> Iterator[Any]:

@@ -1,6 +1,7 @@
 """config_replica_writable in the Spark plan (jobs/audit.py ``server_frame`` with the channels and
 the replication groups, ``audit_tasks.check_server_batches``): writable replicas are reported, the
-writer of a ring, a group member and a server whose channel was left stopped are not."""
+writer of a ring, a group member, a server whose channel was left stopped and one whose source was
+not read are not."""
 from __future__ import annotations
 
 import datetime as dt
@@ -37,11 +38,14 @@ def channel(replica, source, *, running=True):
 #   a ──> q (writable, source not resolved: reported)
 #   n ──> f, f ──> n stopped (f, the former primary, repointed to n promoted in its place, writable:
 #   its old stopped channel closes no ring, reported; n, writable, its only channel stopped: not)
-WRITABLE = {"r", "m1", "t", "x", "g", "o", "p", "q", "a", "f", "n"}
-NAMES = ["a", "r", "m1", "m2", "t", "x", "y", "z", "g", "o", "p", "q", "f", "n"]
+#   v ──> u (u writable; v in the inventory but not read this run, no servers row: its channels,
+#   which could close a ring through u, are unknown: not reported)
+WRITABLE = {"r", "m1", "t", "x", "g", "o", "p", "q", "a", "f", "n", "u"}
+NAMES = ["a", "r", "m1", "m2", "t", "x", "y", "z", "g", "o", "p", "q", "f", "n", "u"]
 CHANNELS = [channel("r", "a"), channel("m1", "m2"), channel("m2", "m1"), channel("t", "m2"),
             channel("y", "x"), channel("z", "y"), channel("x", "z"), channel("g", "a"), channel("o", "a"),
-            channel("p", "a", running=False), channel("q", None), channel("f", "n"), channel("n", "f", running=False)]
+            channel("p", "a", running=False), channel("q", None), channel("f", "n"), channel("n", "f", running=False),
+            channel("u", "v")]
 
 
 def test_writable_replicas_are_reported_and_a_rings_writer_is_not(spark):
