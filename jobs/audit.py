@@ -424,9 +424,9 @@ def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
     edges, and only edges between servers that are both are kept: a fleet of leaf replicas, and
     the writable ones among them, carries none. A writable server also gets
     ``sources_not_read``: the inventory servers its replicating channels read from that have no
-    snapshot this run (their channels, which could close a ring, are unknown). Replicating is a receiver running or connecting,
-    or an applier running (as ``gtid_core.checks.server.replicating``): a stopped channel closes
-    no ring."""
+    snapshot this run (their channels, which could close a ring, are unknown). Replicating is a
+    receiver running or connecting, or an applier running (as
+    ``gtid_core.checks.server.replicating``): a stopped channel closes no ring."""
     from pyspark.sql import functions as F
 
     cur = snapshots_df.select(F.col("server").alias("_k"),
