@@ -38,7 +38,8 @@ def tables_markdown() -> str:
         out.append(f"#### `{name}` (schema version {table.version})")
         out.append("")
         layout = (f"clustered by `{', '.join(table.cluster_by)}`" if table.cluster_by
-                  else f"partitioned by `{', '.join(table.partition_by) or '-'}`")
+                  else f"partitioned by `{', '.join(table.partition_by)}`" if table.partition_by
+                  else "not partitioned")
         out.append(f"{table.description} Key: `{', '.join(table.key) or '-'}`; {layout}.")
         out.append("")
         out.append("| column | type | nullable | meaning |")
