@@ -412,7 +412,7 @@ def with_group_state(snapshots_df, group_df):
                              "server", "left")
 
 
-def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
+def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None, servers_df=None):
     """One row per readable server: ``snapshot``, ``previous`` (NULL without a previous run);
     with ``channels_df``, ``channels`` (the server's channels rows, NULL when it has none), and
     with ``groups_df`` (:func:`replication_group_frame`) ``ring_edges``: the replicating channels
@@ -423,10 +423,12 @@ def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
     A ring's members all replicate and are all sources, so a server that is not both carries no
     edges, and only edges between servers that are both are kept: a fleet of leaf replicas, and
     the writable ones among them, carries none. A writable server also gets
-    ``sources_not_read``: the inventory servers its replicating channels read from that have no
-    snapshot this run (their channels, which could close a ring, are unknown). Replicating is a
-    receiver running or connecting, or an applier running (as
-    ``gtid_core.checks.server.replicating``): a stopped channel closes no ring."""
+    ``sources_not_read``: the inventory servers that replicating channels of its replication
+    group read from but whose own channels are unknown this run (no snapshot, or with
+    ``servers_df``, the servers table, a ``channel_count`` of NULL: a partial read), since those
+    channels could close a ring through it. Replicating is a receiver running or connecting, or
+    an applier running (as ``gtid_core.checks.server.replicating``): a stopped channel closes no
+    ring."""
     from pyspark.sql import functions as F
 
     cur = snapshots_df.select(F.col("server").alias("_k"),
@@ -454,10 +456,16 @@ def server_frame(snapshots_df, previous_df, channels_df=None, groups_df=None):
                      .join(groups.select("replication_group").distinct(), "replication_group", "left_semi")
                      .groupBy("replication_group")
                      .agg(F.collect_list(F.struct("server", "source_server")).alias("ring_edges")))
-            unread = (links.join(writable_any, "server", "left_semi")
-                      .join(snapshots_df.select(F.col("server").alias("source_server")), "source_server", "left_anti")
-                      .groupBy(F.col("server").alias("_k"))
+            if servers_df is not None and "channel_count" in servers_df.columns:
+                read = servers_df.where((F.col("status") != "failed") & F.col("channel_count").isNotNull())
+            else:
+                read = snapshots_df
+            unread = (links.join(read.select(F.col("server").alias("source_server")), "source_server", "left_anti")
+                      .join(groups_df, "server")
+                      .groupBy("replication_group")
                       .agg(F.sort_array(F.collect_set("source_server")).alias("sources_not_read")))
+            unread = (writable_any.join(groups_df, "server").join(unread, "replication_group")
+                      .select(F.col("server").alias("_k"), "sources_not_read"))
             cur = (cur.join(groups.select(F.col("server").alias("_k"), "replication_group"), "_k", "left")
                    .join(edges, "replication_group", "left").drop("replication_group")
                    .join(unread, "_k", "left"))
@@ -1016,7 +1024,7 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
         if not groups.converged:
             log.warning("replication groups did not converge in %d rounds: server_id is compared within the "
                         "groups found so far (a shared server_id may be missed, none is invented)", groups.rounds)
-        server_findings = server_frame(snaps, previous_snaps, channels, groups.frame).mapInArrow(
+        server_findings = server_frame(snaps, previous_snaps, channels, groups.frame, servers).mapInArrow(
             audit_tasks.check_server_batches, _raw_spark_schema())
         collection, resolution = job_finding_frames(servers, errors, channels, registry)
         replication_groups = group_frame(snaps, group_rows, group_views, channels).persist(StorageLevel.MEMORY_AND_DISK)

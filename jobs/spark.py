@@ -14,6 +14,7 @@ naming the jars and the fix, when they do not.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -99,8 +100,9 @@ LOCAL_DRIVER_MEMORY = "2g"
 #: page, and the test session's live heap held 380-750 MB of such pages at a time for tables of
 #: a few rows (class histograms, stop 50), where a broadcast then could not be built ("Not
 #: enough memory to build and broadcast the table", CI of stop 49). A night's rows are small:
-#: 2 MB pages; a record larger than a page gets a page of its own size. Read when the JVM
-#: starts, so set before the session is built; a user's ``spark.conf`` wins.
+#: 2 MB pages; a record larger than a page gets a page of its own size. Read when the
+#: SparkContext is created, so set on the builder; a user's ``spark.conf`` or
+#: ``spark-defaults.conf`` wins.
 LOCAL_PAGE_SIZE = "2m"
 
 #: Settings of the one local session the tests share (and of small local runs).
@@ -232,7 +234,8 @@ def _user_sets(settings: SparkSettings, key: str, env_var: str | None = None) ->
         return False
     try:
         with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
-            return any(line.split()[:1] == [key] for line in f)
+            # a Java properties file: "key value", "key=value" or "key: value"
+            return any(re.split(r"[\s=:]", line.strip(), maxsplit=1)[0] == key for line in f)
     except OSError:
         return False
 

@@ -70,9 +70,10 @@ class ServerReplication:
     servers around it that could close a ring with it, the inventory names each one's
     replicating channels (:func:`replicating`) read from (empty when not known). ``group_member``:
     the server is ONLINE or RECOVERING in a Group Replication group, which sets and lifts its
-    super_read_only. ``sources_not_read``: the inventory servers that the server's replicating
-    channels read from but that were not read this run (unreachable, refused): what they
-    replicate from is not known, so neither is whether the server's writes come back to it."""
+    super_read_only. ``sources_not_read``: the inventory servers that replicating channels of the
+    server's replication group read from but whose own channels were not read this run
+    (unreachable, refused, a partial read): what they replicate from is not known, so neither is
+    whether the server's writes come back to it."""
 
     channels: Sequence[ChannelSnapshot] = ()
     sources_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -133,14 +134,14 @@ def check_replica_writable(server: ServerSnapshot, replication: ServerReplicatio
     purpose); a server whose writes come back to it through replicating channels
     (:func:`writes_come_back`: the writer of a ring; a stopped channel closes no ring, so a former
     primary repointed to the server promoted in its place, whose old channel is left stopped, is
-    reported); a server one of whose replicating channels reads from an inventory server that
-    was not read this run (``sources_not_read``: that server's own channels could close a ring
-    through it; its collection error is reported). Not seen: read_only = ON with super_read_only = OFF, where administrators and
+    reported); a server in whose replication group a replicating channel reads from an inventory
+    server whose channels were not read this run (``sources_not_read``: they could close a ring
+    through it; that server's collection error is reported). Not seen: read_only = ON with super_read_only = OFF, where administrators and
     tools with SUPER or CONNECTION_ADMIN can still write (the usual setting before 5.7.8 and on
     many fleets: not reported, to keep this check to the plainly unsafe case); read_only not
     read; a parked replica; a group member's asynchronous channel (an InnoDB ClusterSet replica
-    cluster's primary with super_read_only OFF); a writable replica whose source was not read
-    that night. Reported wrongly: the writer of a ring closed through a server outside the
+    cluster's primary with super_read_only OFF); a writable replica on a night a source in its
+    replication group is not read. Reported wrongly: the writer of a ring closed through a server outside the
     inventory, or through a Group Replication group (a member to another member).
     """
     if (server.read_only is not False or server.super_read_only is True or replication.group_member

@@ -1,7 +1,7 @@
 """config_replica_writable in the Spark plan (jobs/audit.py ``server_frame`` with the channels and
 the replication groups, ``audit_tasks.check_server_batches``): writable replicas are reported, the
-writer of a ring, a group member, a server whose channel was left stopped and one whose source was
-not read are not."""
+writer of a ring, a group member, a server whose channel was left stopped and one in whose
+replication group a source's channels were not read are not."""
 from __future__ import annotations
 
 import datetime as dt
@@ -16,10 +16,11 @@ AT = dt.datetime(2026, 11, 28, 3, 0, tzinfo=dt.timezone.utc)
 
 def server(i, name, read_only):
     return {"run_id": "r", "run_date": DAY, "server": name, "cluster": "c", "host": f"h-{name}", "port": 3306,
-            "discovered": False, "status": "ok", "server_uuid": f"{i:08d}-0000-4000-8000-000000000000",
+            "discovered": False, "status": "partial" if name in PARTIAL else "ok", "server_uuid": f"{i:08d}-0000-4000-8000-000000000000",
             "server_id": i + 1, "version": "8.4.3", "gtid_mode": "ON", "gtid_executed": "", "gtid_purged": "",
             "log_bin": True, "log_replica_updates": True, "read_only": read_only,
-            "super_read_only": read_only, "read_at": AT}
+            "super_read_only": read_only, "read_at": AT, "channel_count": None if name in PARTIAL else
+            sum(1 for c in CHANNELS if c["server"] == name)}
 
 
 def channel(replica, source, *, running=True):
@@ -40,12 +41,16 @@ def channel(replica, source, *, running=True):
 #   its old stopped channel closes no ring, reported; n, writable, its only channel stopped: not)
 #   v ──> u (u writable; v in the inventory but not read this run, no servers row: its channels,
 #   which could close a ring through u, are unknown: not reported)
-WRITABLE = {"r", "m1", "t", "x", "g", "o", "p", "q", "a", "f", "n", "u"}
-NAMES = ["a", "r", "m1", "m2", "t", "x", "y", "z", "g", "o", "p", "q", "f", "n", "u"]
+#   pp ──> w (w writable; pp read partially, its channels not read, channel_count NULL: not reported)
+#   t2 ──> s2 ──> k (k writable, its source s2 read, but s2's source t2 not read: a ring
+#   k ──> t2 ──> s2 ──> k cannot be ruled out: not reported)
+WRITABLE = {"r", "m1", "t", "x", "g", "o", "p", "q", "a", "f", "n", "u", "w", "k"}
+PARTIAL = {"pp"}
+NAMES = ["a", "r", "m1", "m2", "t", "x", "y", "z", "g", "o", "p", "q", "f", "n", "u", "pp", "w", "s2", "k"]
 CHANNELS = [channel("r", "a"), channel("m1", "m2"), channel("m2", "m1"), channel("t", "m2"),
             channel("y", "x"), channel("z", "y"), channel("x", "z"), channel("g", "a"), channel("o", "a"),
             channel("p", "a", running=False), channel("q", None), channel("f", "n"), channel("n", "f", running=False),
-            channel("u", "v")]
+            channel("u", "v"), channel("w", "pp"), channel("s2", "t2"), channel("k", "s2")]
 
 
 def test_writable_replicas_are_reported_and_a_rings_writer_is_not(spark):
@@ -66,7 +71,7 @@ def test_writable_replicas_are_reported_and_a_rings_writer_is_not(spark):
     snaps = with_group_state(snapshot_frame(servers, df("binary_logs", [])), group)
     groups = replication_group_frame(channels)
     try:
-        rows = (server_frame(snaps, None, channels, groups.frame)
+        rows = (server_frame(snaps, None, channels, groups.frame, servers)
                 .mapInArrow(audit_tasks.check_server_batches, _raw_spark_schema()).collect())
     finally:
         groups.unpersist()

@@ -255,6 +255,8 @@ def test_the_local_heap_and_page_size_are_ours_unless_the_user_chose_them(tmp_pa
     assert not heap(SparkSettings()) and not page(SparkSettings())
     (tmp_path / "spark-defaults.conf").write_text("spark.ui.enabled false\nspark.driver.memory 6g\nspark.buffer.pageSize 8m\n")
     assert heap(SparkSettings()) and page(SparkSettings())
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.memory=6g\nspark.buffer.pageSize: 8m\n")
+    assert heap(SparkSettings()) and page(SparkSettings())    # a Java properties file's other forms
     monkeypatch.delenv("SPARK_CONF_DIR")
     monkeypatch.setenv("SPARK_DRIVER_MEMORY", "4g")
     assert heap(SparkSettings()) and not page(SparkSettings())
