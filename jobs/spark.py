@@ -253,8 +253,9 @@ def _session_under_spark_submit(settings: SparkSettings):
     spark-submit's master, name, ``--jars``/``--packages`` and ``--conf`` win; the configuration
     only fills in what spark-submit left unset. Delta's classes are checked before the session
     starts, so a missing jar is one clear error rather than Spark's warning and a later failure.
-    With a local master the session gets :func:`local_defaults` where neither set them, as a
-    session the job starts in local mode does."""
+    With a local master the session gets :func:`local_defaults` and :data:`LOCAL_PAGE_SIZE`
+    where neither set them, as a session the job starts in local mode does (the heap is
+    spark-submit's: ``--driver-memory``)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -267,6 +268,10 @@ def _session_under_spark_submit(settings: SparkSettings):
     for key, value in session_conf_under_submit(settings).items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
+    if (submitted.get("spark.master", "").startswith("local") and not submitted.contains("spark.buffer.pageSize")
+            and "spark.buffer.pageSize" not in settings.conf):
+        # read when the context is created (its memory manager), which getOrCreate does below
+        builder = builder.config("spark.buffer.pageSize", LOCAL_PAGE_SIZE)
     session = builder.getOrCreate()
     require_delta_classes(session)
     if submitted.get("spark.master", "").startswith("local"):

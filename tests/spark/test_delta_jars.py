@@ -292,7 +292,8 @@ def test_a_local_session_the_job_starts_gets_them_below_the_users_conf(tmp_path,
 def test_spark_submit_in_local_mode_gets_them_below_its_own_settings(tmp_path, real_jars):
     """Under spark-submit --master local[2] (the cached jars given with --jars), build_session
     fills in the local defaults that neither spark-submit nor the configuration set: 8 shuffle
-    partitions, 2 Delta snapshot partitions, no whole-stage code generation; spark-submit's own
+    partitions, 2 Delta snapshot partitions, no whole-stage code generation, 2 MB memory pages
+    (read back from the context's memory manager); spark-submit's own
     --conf (the factory mode) and the configuration's (the snapshot partitions) win."""
     from jobs.delta_jars import installed_jars
 
@@ -301,10 +302,11 @@ def test_spark_submit_in_local_mode_gets_them_below_its_own_settings(tmp_path, r
                       "s = build_session(SparkSettings(conf={'spark.databricks.delta.snapshotPartitions': '5'}))\n"
                       "print('CONF', s.conf.get('spark.sql.shuffle.partitions'),\n"
                       "      s.conf.get('spark.databricks.delta.snapshotPartitions'),\n"
-                      "      s.conf.get('spark.sql.codegen.wholeStage'), s.conf.get('spark.sql.codegen.factoryMode'))\n"
+                      "      s.conf.get('spark.sql.codegen.wholeStage'), s.conf.get('spark.sql.codegen.factoryMode'),\n"
+                      "      s.sparkContext._jsc.sc().env().memoryManager().pageSizeBytes())\n"
                       "s.stop()\n")
     done = _spark_submit(tmp_path, "--master", "local[2]", "--jars", installed_jars().csv, "--conf",
                          "spark.ui.enabled=false", "--conf", "spark.sql.codegen.factoryMode=FALLBACK", str(script))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
-    assert "CONF 8 5 false FALLBACK" in output, output[-2000:]
+    assert f"CONF 8 5 false FALLBACK {2 * 1024 * 1024}" in output, output[-2000:]
