@@ -377,9 +377,9 @@ def _replica_group(row: Mapping[str, Any]):
 def _server_replication(r: Mapping[str, Any]):
     """The ``ServerReplication`` of a ``server_frame`` row: its channels, the channels of its
     replication group that could close a ring with it (``ring_edges``, given to a writable
-    server only), the sources of its replicating channels that were not read this run
-    (``sources_not_read``, idem) and whether it is ONLINE or RECOVERING in a group; None when the row has no
-    ``channels`` column or a channel cannot be parsed (the pair checks report that channel as
+    server only), the sources in its replication group whose channels were not read this run
+    (``sources_not_read``, idem) and whether it is ONLINE or RECOVERING in a group; None when
+    the row has no ``channels`` column or a channel cannot be parsed (the pair checks report that channel as
     snapshot_invalid, and config_replica_writable is not judged for the server)."""
     from gtid_core.checks import ServerReplication
     from gtid_core.checks.group import IN_GROUP_STATES

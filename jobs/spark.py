@@ -193,7 +193,8 @@ def build_session(settings: SparkSettings | None = None):
         # laptop or CI run has no use for the web UI
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.config("spark.ui.enabled", "false")
-        # read when the JVM starts: set before getOrCreate
+        # the heap is read when the JVM starts, the page size when the context is created:
+        # both before getOrCreate
         if not _user_sets(settings, "spark.driver.memory", "SPARK_DRIVER_MEMORY"):
             builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
         if not _user_sets(settings, "spark.buffer.pageSize"):
@@ -222,8 +223,8 @@ def build_session(settings: SparkSettings | None = None):
 
 
 def _user_sets(settings: SparkSettings, key: str, env_var: str | None = None) -> bool:
-    """Whether the user chose a setting the local JVM reads when it starts (its heap, its page
-    size): ``spark.conf``, the launcher's environment variable for it (``SPARK_DRIVER_MEMORY``),
+    """Whether the user chose a setting read before a local session exists (its JVM's heap, its
+    context's page size): ``spark.conf``, the launcher's environment variable for it (``SPARK_DRIVER_MEMORY``),
     or ``key`` in the ``spark-defaults.conf`` Spark's launcher reads (``$SPARK_CONF_DIR``, else
     ``$SPARK_HOME/conf``)."""
     if key in settings.conf or (env_var and os.environ.get(env_var)):

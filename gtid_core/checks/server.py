@@ -136,13 +136,15 @@ def check_replica_writable(server: ServerSnapshot, replication: ServerReplicatio
     primary repointed to the server promoted in its place, whose old channel is left stopped, is
     reported); a server in whose replication group a replicating channel reads from an inventory
     server whose channels were not read this run (``sources_not_read``: they could close a ring
-    through it; that server's collection error is reported). Not seen: read_only = ON with super_read_only = OFF, where administrators and
-    tools with SUPER or CONNECTION_ADMIN can still write (the usual setting before 5.7.8 and on
+    through it; that server's collection error is reported). Not seen: read_only = ON with
+    super_read_only = OFF, where administrators and tools with SUPER or CONNECTION_ADMIN can
+    still write (the usual setting before 5.7.8 and on
     many fleets: not reported, to keep this check to the plainly unsafe case); read_only not
     read; a parked replica; a group member's asynchronous channel (an InnoDB ClusterSet replica
     cluster's primary with super_read_only OFF); a writable replica on a night a source in its
-    replication group is not read. Reported wrongly: the writer of a ring closed through a server outside the
-    inventory, or through a Group Replication group (a member to another member).
+    replication group is not read. Reported wrongly: the writer of a ring closed through a
+    server outside the inventory, or through a Group Replication group (a member to another
+    member).
     """
     if (server.read_only is not False or server.super_read_only is True or replication.group_member
             or replication.sources_not_read):
