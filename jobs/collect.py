@@ -218,9 +218,13 @@ def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadSta
     return read_staging.stage_reads(spark, items.mapPartitions(task), uri)
 
 
-def _groups(plan, by_name: dict[str, ServerSpec], planned: dict[str, Probe], only=None) -> list:
-    """The plan's groups as tasks receive them (``only``: the groups to keep)."""
-    return [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n), planned.get(n)) for n in wave]
+def _groups(plan, by_name: dict[str, ServerSpec], planned: dict[str, Probe], known: dict[str, Probe],
+            only=None) -> list:
+    """The plan's groups as tasks receive them (``only``: the groups to keep). ``planned``: the
+    previous run's probes the plan was made from (a read that disagrees is re-planned); ``known``:
+    every probe the plan saw, whose ``version`` chooses the read's first statement."""
+    return [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n), planned.get(n),
+               getattr(known.get(n), "version", None)) for n in wave]
              for wave in group] for group in plan.groups if only is None or only(group)]
 
 
@@ -283,7 +287,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     read_staging.remove(spark, staging)   # what an interrupted attempt of this run id left
     try:
         rows = _read_stage(spark, config, ctx, _ReadStage(
-            _groups(plan, by_name, planned), read_plan.inventory_for_resolution(specs, plan_input)),
+            _groups(plan, by_name, planned, plan_input), read_plan.inventory_for_resolution(specs, plan_input)),
             summaries, broadcasts, read_staging.stage_uri(staging, attempt, "read"))
         _phase("read", len(specs), t_phase)
         # Servers whose read shows another topology than last night's: their components (as
@@ -295,7 +299,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
             changed = {p.name for p in seen}
             replan = plan_read_order(specs, fresh)
             # a group of one has no pair: its read needs no order (a new standalone server)
-            again = _groups(replan, by_name, {}, only=lambda g: sum(map(len, g)) > 1
+            again = _groups(replan, by_name, {}, fresh, only=lambda g: sum(map(len, g)) > 1
                             and any(n in changed for w in g for n in w))
             names = {spec.name for group in again for wave in group for spec, *_ in wave}
             log.info("collect: %d server(s) not as planned from run %s (%s); %d server(s) of their "
