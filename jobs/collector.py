@@ -157,6 +157,17 @@ def dialect_for(version: MySQLVersion) -> Dialect:
 GROUP_NAME_ITEM = ("(SELECT VARIABLE_VALUE FROM performance_schema.global_variables "
                    "WHERE VARIABLE_NAME = 'group_replication_group_name') AS `group_replication_group_name`")
 
+#: A replica's receiver rows and its channels' ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS (8.0.23+) in one
+#: statement: ``replication_connection_status`` (every channel, group channels included) with the two
+#: columns of ``replication_applier_configuration`` for the same channel.
+RECEIVER_SQL = "SELECT * FROM performance_schema.replication_connection_status"
+APPLIER_SQL = ("SELECT CHANNEL_NAME, ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, "
+               "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE FROM performance_schema.replication_applier_configuration")
+RECEIVER_AND_APPLIER_SQL = (
+    "SELECT c.*, a.ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, a.ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE "
+    "FROM performance_schema.replication_connection_status AS c "
+    "LEFT JOIN performance_schema.replication_applier_configuration AS a USING (CHANNEL_NAME)")
+
 #: The group settings read from a group member (absent ones are simply not returned).
 GROUP_VARIABLES: dict[str, tuple[str, str]] = {
     "group_replication_view_change_uuid": ("view_change_uuid", "text"),
@@ -674,18 +685,25 @@ class ServerReader:
             return [], {}
         self.result.server["channel_count"] = len(rows)
         receiver: dict[str, dict[str, Any]] = {}
-        receiver_at = None
+        receiver_at, receiver_sql = None, RECEIVER_SQL
         applier: dict[str, dict[str, Any]] = {}
         if (rows or group_member) and dialect.has_connection_status:
-            ps_rows, receiver_at = self.query("SELECT * FROM performance_schema.replication_connection_status")
-            for r in ps_rows or []:
-                receiver[_text(r.get("CHANNEL_NAME")) or ""] = r
-            if rows and dialect.has_applier_configuration_assign:
-                ap_rows, _ = self.query("SELECT CHANNEL_NAME, ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, "
-                                        "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE "
-                                        "FROM performance_schema.replication_applier_configuration")
-                for r in ap_rows or []:
-                    applier[_text(r.get("CHANNEL_NAME")) or ""] = r
+            both = bool(rows) and dialect.has_applier_configuration_assign
+            joined = None
+            if both:   # one statement; on any server error the two below run, and record it, as before
+                joined, receiver_at = self.query(RECEIVER_AND_APPLIER_SQL, quiet_errnos=ANY_SERVER_ERROR)
+                receiver_sql = RECEIVER_AND_APPLIER_SQL
+                for r in joined or []:
+                    receiver[_text(r.get("CHANNEL_NAME")) or ""] = applier[_text(r.get("CHANNEL_NAME")) or ""] = r
+            if joined is None:
+                receiver_sql = RECEIVER_SQL
+                ps_rows, receiver_at = self.query(RECEIVER_SQL)
+                for r in ps_rows or []:
+                    receiver[_text(r.get("CHANNEL_NAME")) or ""] = r
+                if both:
+                    ap_rows, _ = self.query(APPLIER_SQL)
+                    for r in ap_rows or []:
+                        applier[_text(r.get("CHANNEL_NAME")) or ""] = r
         out = []
         for raw in rows:
             r = normalise_replica_status(raw)
@@ -719,7 +737,7 @@ class ServerReader:
                 self.check_gtid_text(row[col], col, st, name)
             rec = receiver.get(name)
             if rec is not None:
-                ps = "SELECT * FROM performance_schema.replication_connection_status"
+                ps = receiver_sql
                 g = lambda col, kind="text": self.convert(rec.get(col), kind, col, ps, name)  # noqa: E731
                 row.update({
                     "receiver_read_at": receiver_at,

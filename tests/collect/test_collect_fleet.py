@@ -416,3 +416,44 @@ def test_a_second_night_plans_from_the_first_and_skips_unchanged_headers(collect
     assert len(grown) == len([k for k in night1 if k[0] == "side-src"]) + 1
     for (replica, _channel), source in EXPECTED_CHANNELS.items():
         assert servers[replica]["gtid_read_at"] <= servers[source]["gtid_read_at"]
+
+
+def test_the_receiver_rows_survive_a_missing_grant_on_the_applier_configuration(side_fleet, tmp_path):
+    """The receiver rows and the applier configuration's ASSIGN_GTIDS_* come from one LEFT JOIN
+    (jobs.collector.RECEIVER_AND_APPLIER_SQL). An account that may read
+    replication_connection_status but not replication_applier_configuration (error 1142 on the
+    JOIN) is read as before the JOIN: the two statements, the receiver columns filled, and one
+    privilege_missing row naming the applier configuration's statement."""
+    import dataclasses
+
+    from jobs.collector import APPLIER_SQL, RECEIVER_SQL, ServerReader, read_server
+    from jobs.sandbox.accounts import audit_grant_statements
+
+    rep = side_fleet.server("rep")
+    password = "narrow-audit-4711"
+    rep.execute(*audit_grant_statements(password, user="narrow_audit"),
+                "REVOKE SELECT ON performance_schema.replication_applier_configuration FROM 'narrow_audit'@'%'")
+    (tmp_path / "pw").write_text(password)
+    (tmp_path / "pw").chmod(0o600)
+    full = read_server(_side_spec(side_fleet, "rep"), _ctx())
+    sent: list[str] = []
+    query = ServerReader.query
+
+    def counting(self, sql, *args, **kwargs):
+        sent.append(sql)
+        return query(self, sql, *args, **kwargs)
+
+    ServerReader.query = counting
+    try:
+        narrow = read_server(dataclasses.replace(_side_spec(side_fleet, "rep"), user="narrow_audit",
+                                                 password_file=str(tmp_path / "pw")), _ctx())
+    finally:
+        ServerReader.query = query
+    assert full.errors == [] and full.channels[0]["assign_gtids_to_anonymous_transactions_type"] == "OFF"
+    assert [(e["error_class"], e["errno"], e["statement"]) for e in narrow.errors] == [
+        ("privilege_missing", 1142, APPLIER_SQL)]
+    assert RECEIVER_SQL in sent and APPLIER_SQL in sent
+    [got], [want] = narrow.channels, full.channels
+    assert got.get("assign_gtids_to_anonymous_transactions_type") is None
+    for column in ("received_transaction_set", "service_state", "last_queued_transaction", "receiver_last_error_number"):
+        assert got[column] == want[column], column
