@@ -20,7 +20,6 @@ The driver holds the inventory, the plan and per-run counters; the rows never re
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import functools
 import logging
@@ -33,11 +32,10 @@ from typing import Sequence
 
 from jobs import collector, mysql_connection, previous_run, read_plan, read_staging
 from jobs.collector import RunContext
-from jobs.config import (DEFAULT_PER_TASK_CONCURRENCY, ConfigError, GtidAuditConfig, exposed_secret_files,
-                         load_config)
+from jobs.config import ConfigError, GtidAuditConfig, exposed_secret_files, load_config
 from jobs.delta_io import WRITER, write_run_frame, write_run_rows
 from jobs.read_plan import Probe, plan_read_order
-from jobs.server_spec import ReadSettings, ServerSpec
+from jobs.server_spec import ServerSpec
 from schemas.collection import (BINARY_LOGS, CHANNELS, COLLECTION_ERRORS, GROUP_MEMBERS, GROUP_REPLICATION,
                                 RELAY_LOG_TAIL, RUNS, SERVERS)
 
@@ -117,30 +115,14 @@ def _partitions(concurrency: int, per_task: int, n_items: int) -> int:
     return max(1, min(n_items, max(1, concurrency // per_task)))
 
 
-def read_settings(spark, config: GtidAuditConfig) -> ReadSettings:
-    """The tasks' settings, with the threads per task resolved: ``per_task_concurrency`` when the
-    configuration sets it; else, in local mode, as many as make the tasks Spark runs at once (one
-    per core, ``defaultParallelism``) read ``concurrency`` servers between them, and at least
-    :data:`jobs.config.DEFAULT_PER_TASK_CONCURRENCY`; else that default. With 8 threads a task,
-    ``local[2]`` read 16 servers at once where ``concurrency`` says 64, the rest of the tasks
-    waiting for a core (docs/benchmarks.md, "Threads per task in local mode")."""
-    collection = config.collection
-    settings = collection.read_settings()
-    if collection.per_task_concurrency is None and spark.sparkContext.master.startswith("local"):
-        cores = max(1, spark.sparkContext.defaultParallelism)
-        per_task = max(DEFAULT_PER_TASK_CONCURRENCY, -(-collection.concurrency // cores))
-        settings = dataclasses.replace(settings, per_task_concurrency=min(per_task, collection.concurrency))
-    return settings
-
-
 def probe_inventory(spark, specs: Sequence[ServerSpec], config: GtidAuditConfig,
                     want_replicas: bool = False) -> dict[str, Probe]:
     """Probe ``specs`` in one Spark stage; returns name -> Probe (one small record per server:
     what planning needs)."""
     if not specs:
         return {}
-    settings = read_settings(spark, config)
-    n = _partitions(config.collection.concurrency, settings.per_task_concurrency, len(specs))
+    settings = config.collection.read_settings()
+    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(specs))
     task = functools.partial(collector.probe_partition, settings=settings, want_replicas=want_replicas)
     probes = spark.sparkContext.parallelize(list(specs), n).mapPartitions(task).collect()
     return {p.name: p for p in probes}
@@ -217,7 +199,7 @@ def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadSta
     previous run's binary logs of its own servers, through a cogroup on the task's index (the
     shuffle comes before the reads: the reads and the staging write are one stage)."""
     sc = spark.sparkContext
-    n = _partitions(config.collection.concurrency, ctx.settings.per_task_concurrency, len(stage.groups))
+    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(stage.groups))
     bundles = _bundles(stage.groups, n)
     inventory = sc.broadcast(stage.inventory)
     broadcasts.append(inventory)
@@ -236,13 +218,9 @@ def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadSta
     return read_staging.stage_reads(spark, items.mapPartitions(task), uri)
 
 
-def _groups(plan, by_name: dict[str, ServerSpec], planned: dict[str, Probe], known: dict[str, Probe],
-            only=None) -> list:
-    """The plan's groups as tasks receive them (``only``: the groups to keep). ``planned``: the
-    previous run's probes the plan was made from (a read that disagrees is re-planned); ``known``:
-    every probe the plan saw, whose ``version`` chooses the read's first statement."""
-    return [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n), planned.get(n),
-               getattr(known.get(n), "version", None)) for n in wave]
+def _groups(plan, by_name: dict[str, ServerSpec], planned: dict[str, Probe], only=None) -> list:
+    """The plan's groups as tasks receive them (``only``: the groups to keep)."""
+    return [[[(by_name[n], plan.read_order.get(n), plan.depth.get(n), planned.get(n)) for n in wave]
              for wave in group] for group in plan.groups if only is None or only(group)]
 
 
@@ -273,13 +251,12 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     attempt = read_staging.new_attempt()
     # a rerun of a run id keeps the date ``runs`` recorded for it: its rows stay in their partition
     run_date = (run_date_of(spark, warehouse, run_id) if rerun else None) or started.date()
-    ctx = RunContext(run_id=run_id, run_date=run_date, settings=read_settings(spark, config))
+    ctx = RunContext(run_id=run_id, run_date=run_date, settings=config.collection.read_settings())
 
     specs = list(config.inventory())
     configured = len(specs)
-    log.info("collect: MySQL protocol %s (mysql-connector-python %s); %d servers read at once, %d threads per "
-             "task", mysql_connection.protocol_implementation(), mysql_connection.connector_version(),
-             config.collection.concurrency, ctx.settings.per_task_concurrency)
+    log.info("collect: MySQL protocol %s (mysql-connector-python %s)",
+             mysql_connection.protocol_implementation(), mysql_connection.connector_version())
     for warning in exposed_secret_files(specs):
         log.warning("%s", warning)
     probes: dict[str, Probe] = {}
@@ -306,7 +283,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     read_staging.remove(spark, staging)   # what an interrupted attempt of this run id left
     try:
         rows = _read_stage(spark, config, ctx, _ReadStage(
-            _groups(plan, by_name, planned, plan_input), read_plan.inventory_for_resolution(specs, plan_input)),
+            _groups(plan, by_name, planned), read_plan.inventory_for_resolution(specs, plan_input)),
             summaries, broadcasts, read_staging.stage_uri(staging, attempt, "read"))
         _phase("read", len(specs), t_phase)
         # Servers whose read shows another topology than last night's: their components (as
@@ -318,7 +295,7 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
             changed = {p.name for p in seen}
             replan = plan_read_order(specs, fresh)
             # a group of one has no pair: its read needs no order (a new standalone server)
-            again = _groups(replan, by_name, {}, fresh, only=lambda g: sum(map(len, g)) > 1
+            again = _groups(replan, by_name, {}, only=lambda g: sum(map(len, g)) > 1
                             and any(n in changed for w in g for n in w))
             names = {spec.name for group in again for wave in group for spec, *_ in wave}
             log.info("collect: %d server(s) not as planned from run %s (%s); %d server(s) of their "
@@ -411,7 +388,7 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
     out = [f"config {config.source_path}: valid",
            f"warehouse: {config.resolved_warehouse()}",
            f"collection: concurrency={config.collection.concurrency} "
-           f"per_task={config.collection.per_task_concurrency or 'auto'} "
+           f"per_task={config.collection.per_task_concurrency} "
            f"deadline={config.collection.server_deadline_s}s retries={config.collection.retries.attempts}",
            f"discovery: {'on' if config.discovery.enabled else 'off'}",
            f"audit: fail_on={audit.fail_on} silences={len(audit.silences)} "

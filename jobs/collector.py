@@ -43,7 +43,6 @@ import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -81,17 +80,6 @@ __all__ = [
 # Server errors some statements of the read expect (asked for with ``quiet_errnos``).
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 ER_ERROR_WHEN_EXECUTING_COMMAND = 1220  # "Could not find target log" for SHOW RELAYLOG EVENTS IN
-
-
-class _ServerErrors(frozenset):
-    """``quiet_errnos`` for every error the server answers (ER_* numbers; the client's own CR_*
-    2000-2999, a lost connection and a timeout among them, are recorded as always)."""
-
-    def __contains__(self, errno: object) -> bool:
-        return isinstance(errno, int) and errno > 0 and not 2000 <= errno < 3000
-
-
-ANY_SERVER_ERROR = _ServerErrors()
 
 
 # --- version dialects ---------------------------------------------------------------------------
@@ -156,17 +144,6 @@ def dialect_for(version: MySQLVersion) -> Dialect:
 #: more round trips for the servers that are not group members.
 GROUP_NAME_ITEM = ("(SELECT VARIABLE_VALUE FROM performance_schema.global_variables "
                    "WHERE VARIABLE_NAME = 'group_replication_group_name') AS `group_replication_group_name`")
-
-#: A replica's receiver rows and its channels' ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS (8.0.23+) in one
-#: statement: ``replication_connection_status`` (every channel, group channels included) with the two
-#: columns of ``replication_applier_configuration`` for the same channel.
-RECEIVER_SQL = "SELECT * FROM performance_schema.replication_connection_status"
-APPLIER_SQL = ("SELECT CHANNEL_NAME, ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, "
-               "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE FROM performance_schema.replication_applier_configuration")
-RECEIVER_AND_APPLIER_SQL = (
-    "SELECT c.*, a.ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, a.ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE "
-    "FROM performance_schema.replication_connection_status AS c "
-    "LEFT JOIN performance_schema.replication_applier_configuration AS a USING (CHANNEL_NAME)")
 
 #: The group settings read from a group member (absent ones are simply not returned).
 GROUP_VARIABLES: dict[str, tuple[str, str]] = {
@@ -384,7 +361,7 @@ class ServerResult:
         return Probe(server["server"], server["server_uuid"].lower(),
                      tuple((c["source_host"], c["source_port"], c["source_uuid"]) for c in self.channels),
                      hostname=server.get("hostname") or None, reported_port=server.get("reported_port"),
-                     encrypted=self.encrypted, version=server.get("version"))
+                     encrypted=self.encrypted)
 
 
 def _now() -> dt.datetime:
@@ -400,10 +377,9 @@ class ServerReader:
 
     def __init__(self, spec: ServerSpec, ctx: RunContext, *, read_order: int | None = None,
                  topology_depth: int | None = None, resolver: SourceResolver | None = None,
-                 binlogs_before: PreviousBinlogs | None = None, version_hint: str | None = None) -> None:
+                 binlogs_before: PreviousBinlogs | None = None) -> None:
         self.spec, self.ctx = spec, ctx
         self.binlogs_before = binlogs_before
-        self.version_hint = version_hint
         self.password: Secret | None = None
         self.settings = ctx.settings
         self.resolver = resolver
@@ -541,21 +517,17 @@ class ServerReader:
 
     def _read_all(self) -> None:
         server = self.result.server
-        hinted = self._read_variables_as_hinted()
-        if hinted is not None:
-            dialect, group_name = hinted
-        else:
-            rows, _ = self.query("SELECT @@GLOBAL.version AS version")
-            if not rows:
-                raise _Stop()
-            try:
-                version = MySQLVersion.parse(_text(rows[0]["version"]))
-            except VersionParseError as exc:
-                self.error(ErrorClass.UNPARSEABLE_VALUE, str(exc), statement="SELECT @@GLOBAL.version")
-                version = MySQLVersion.of(8, 4, 0)  # read on with today's statements; errors become rows
-            dialect = dialect_for(version)
-            server["status"] = "ok"
-            group_name = self._read_variables(dialect)
+        rows, _ = self.query("SELECT @@GLOBAL.version AS version")
+        if not rows:
+            raise _Stop()
+        try:
+            version = MySQLVersion.parse(_text(rows[0]["version"]))
+        except VersionParseError as exc:
+            self.error(ErrorClass.UNPARSEABLE_VALUE, str(exc), statement="SELECT @@GLOBAL.version")
+            version = MySQLVersion.of(8, 4, 0)  # read on with today's statements; errors become rows
+        dialect = dialect_for(version)
+        server["status"] = "ok"
+        group_name = self._read_variables(dialect)
         self._read_binlog_status(dialect)
         channels, group_channels = self._read_channels(dialect, group_member=bool(group_name))
         if group_name:
@@ -566,48 +538,15 @@ class ServerReader:
         if self.statement_failed:
             server["status"] = "partial"
 
-    def _read_variables_as_hinted(self) -> tuple[Dialect, str | None] | None:
-        """The variables SELECT of the version the plan knows (``version_hint``: tonight's probe,
-        or the previous run's read), sent first: its own ``@@GLOBAL.version`` column says whether
-        the guess held, and then the read has saved the ``SELECT @@GLOBAL.version`` it would
-        otherwise start with. ``(dialect, group name)`` when it held; None, after nothing was
-        recorded, when there is no hint, the hint does not parse, the SELECT fails in any way, or
-        the server's version has other statements or variables than the hint's (an upgrade, a
-        downgrade): the read then starts over with ``SELECT @@GLOBAL.version`` as without a hint,
-        so every row and error it records is what that read records. A lost connection or the
-        deadline still ends the read (:class:`_Stop`, status ``failed``: nothing was read)."""
-        if not self.version_hint:
-            return None
-        try:
-            guess = dialect_for(MySQLVersion.parse(self.version_hint))
-        except VersionParseError:
-            return None
-        sql = self._variables_sql(list(guess.variables), guess.has_group_replication)
-        rows, at = self.query(sql, quiet_errnos=ANY_SERVER_ERROR)
-        if not rows:
-            return None
-        try:
-            dialect = dialect_for(MySQLVersion.parse(_text(rows[0].get("version"))))
-        except VersionParseError:
-            return None
-        if dataclasses.replace(dialect, version=guess.version) != guess:
-            return None
-        self.result.server["status"] = "ok"
-        return dialect, self._variables_row(dialect, list(dialect.variables), dialect.has_group_replication,
-                                            sql, rows[0], at)
-
-    @staticmethod
-    def _variables_sql(variables: list[tuple[str, str]], group_item: bool) -> str:
-        items = [f"@@GLOBAL.{var} AS `{col}`" for col, var in variables] + ([GROUP_NAME_ITEM] if group_item else [])
-        return "SELECT " + ", ".join(items)
-
     def _read_variables(self, dialect: Dialect) -> str | None:
         """Read the @@GLOBAL variables of the ``servers`` row in one SELECT; return the server's
         group_replication_group_name when it has one (read in the same SELECT)."""
+        server = self.result.server
         variables = list(dialect.variables)
         group_item = dialect.has_group_replication
         for _attempt in range(len(variables) + 1):
-            sql = self._variables_sql(variables, group_item)
+            items = [f"@@GLOBAL.{var} AS `{col}`" for col, var in variables] + ([GROUP_NAME_ITEM] if group_item else [])
+            sql = "SELECT " + ", ".join(items)
             rows, at = self.query(sql, quiet_errnos=frozenset({ER_UNKNOWN_SYSTEM_VARIABLE}))
             if rows is not None:
                 break
@@ -622,12 +561,7 @@ class ServerReader:
             variables = [(c, v) for c, v in variables if v != missing]
         else:
             return None
-        return self._variables_row(dialect, variables, group_item, sql, rows[0], at)
-
-    def _variables_row(self, dialect: Dialect, variables: list[tuple[str, str]], group_item: bool, sql: str,
-                       row: dict[str, Any], at: dt.datetime) -> str | None:
-        """The ``servers`` columns from the variables SELECT's row; the group name (or None)."""
-        server = self.result.server
+        row = rows[0]
         server["gtid_read_at"] = at
         kinds = {"server_id": "int", "reported_port": "int", "sync_binlog": "int",
                  "innodb_flush_log_at_trx_commit": "int", "replica_parallel_workers": "int",
@@ -685,25 +619,18 @@ class ServerReader:
             return [], {}
         self.result.server["channel_count"] = len(rows)
         receiver: dict[str, dict[str, Any]] = {}
-        receiver_at, receiver_sql = None, RECEIVER_SQL
+        receiver_at = None
         applier: dict[str, dict[str, Any]] = {}
         if (rows or group_member) and dialect.has_connection_status:
-            both = bool(rows) and dialect.has_applier_configuration_assign
-            joined = None
-            if both:   # one statement; on any server error the two below run, and record it, as before
-                joined, receiver_at = self.query(RECEIVER_AND_APPLIER_SQL, quiet_errnos=ANY_SERVER_ERROR)
-                receiver_sql = RECEIVER_AND_APPLIER_SQL
-                for r in joined or []:
-                    receiver[_text(r.get("CHANNEL_NAME")) or ""] = applier[_text(r.get("CHANNEL_NAME")) or ""] = r
-            if joined is None:
-                receiver_sql = RECEIVER_SQL
-                ps_rows, receiver_at = self.query(RECEIVER_SQL)
-                for r in ps_rows or []:
-                    receiver[_text(r.get("CHANNEL_NAME")) or ""] = r
-                if both:
-                    ap_rows, _ = self.query(APPLIER_SQL)
-                    for r in ap_rows or []:
-                        applier[_text(r.get("CHANNEL_NAME")) or ""] = r
+            ps_rows, receiver_at = self.query("SELECT * FROM performance_schema.replication_connection_status")
+            for r in ps_rows or []:
+                receiver[_text(r.get("CHANNEL_NAME")) or ""] = r
+            if rows and dialect.has_applier_configuration_assign:
+                ap_rows, _ = self.query("SELECT CHANNEL_NAME, ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, "
+                                        "ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE "
+                                        "FROM performance_schema.replication_applier_configuration")
+                for r in ap_rows or []:
+                    applier[_text(r.get("CHANNEL_NAME")) or ""] = r
         out = []
         for raw in rows:
             r = normalise_replica_status(raw)
@@ -737,7 +664,7 @@ class ServerReader:
                 self.check_gtid_text(row[col], col, st, name)
             rec = receiver.get(name)
             if rec is not None:
-                ps = receiver_sql
+                ps = "SELECT * FROM performance_schema.replication_connection_status"
                 g = lambda col, kind="text": self.convert(rec.get(col), kind, col, ps, name)  # noqa: E731
                 row.update({
                     "receiver_read_at": receiver_at,
@@ -1026,9 +953,7 @@ class _RelayScan:
     against ``budget`` (an upper bound: fewer when the file ends first) before it is sent, so the
     server decodes at most ``budget`` events for one tail whatever the file holds.
 
-    The first page after the start is read first: when it is short, it is the end, and the
-    whole tail is one statement (a replica that keeps up). Otherwise the end is found by
-    galloping from a moving base: a probe ``FROM <Pos of the furthest event
+    The end is found by galloping from a moving base: a probe ``FROM <Pos of the furthest event
     seen> LIMIT step, 1`` at steps doubling up to :data:`RELAY_PROBE_STEP_MAX`; each success
     moves the base to the event it returned, so the events before it are never decoded again.
     The first failed probe brackets the end, halving probes from the base narrow it to one event,
@@ -1073,16 +998,6 @@ class _RelayScan:
             return None, 0, None
 
     def _tail(self, start: int | None, keep: int, page: int):
-        if self.spent + page <= self.budget:
-            # The first page, read first: on a replica that keeps up, fewer than a page of
-            # events follow the applier's position, and then that page is the whole tail (what
-            # ``_forward`` from ``start`` would return, in one statement instead of a probe and
-            # a page). A full page is not used further: the search below starts from ``start``
-            # as if it had not been read, and the server has decoded one page more.
-            rows = self.read(start, 0, page)
-            if len(rows) < page:
-                kept = rows[-keep:]
-                return kept, len(rows) - len(kept), self.at
         probe = self.read(start, keep, 1)
         if not probe:  # at most ``keep`` events follow the start
             rows, dropped = self._forward(start, 0, keep, page)
@@ -1190,8 +1105,7 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
                 for r in cur.fetchall())
         cur.close()
         return Probe(spec.name, uuid, sources, replicas, hostname=_text(row.get("hostname")) or None,
-                     reported_port=_to_int_or_none(row.get("port")), encrypted=bool(cnx.is_secure),
-                     version=_text(row["version"]))
+                     reported_port=_to_int_or_none(row.get("port")), encrypted=bool(cnx.is_secure))
     except Exception:
         return Probe(spec.name, None, ok=False)
     finally:
@@ -1201,11 +1115,9 @@ def probe_server(spec: ServerSpec, settings: ReadSettings, want_replicas: bool =
 # --- reading a partition: one flat pool, the read order kept inside each group -------------------
 
 #: A replication group as a task receives it: waves of servers, each wave read after the previous.
-#: Per server: (spec, read_order, depth, planned, version) where ``planned`` is the previous run's
-#: :class:`Probe` the plan was made from (None when a probe of tonight planned it) and ``version``
-#: the @@GLOBAL.version the plan knows of the server (tonight's probe or read, else the previous
-#: run's; None when unknown), :class:`ServerReader`'s ``version_hint``.
-Group = Sequence[Sequence[tuple[ServerSpec, int | None, int | None, Probe | None, str | None]]]
+#: Per server: (spec, read_order, depth, planned) where ``planned`` is the previous run's
+#: :class:`Probe` the plan was made from (None when a probe of tonight planned it).
+Group = Sequence[Sequence[tuple[ServerSpec, int | None, int | None, Probe | None]]]
 
 
 def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[InventoryServer],
@@ -1236,10 +1148,9 @@ def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[In
         def start_next_wave(i: int) -> None:
             while waves_left[i] and open_reads[i] == 0:
                 wave = waves_left[i].pop(0)
-                for spec, order, depth, planned, version in wave:
+                for spec, order, depth, planned in wave:
                     fut = pool.submit(read_server, spec, ctx, read_order=order, topology_depth=depth,
-                                      resolver=resolver, binlogs_before=binlogs_before.get(spec.name),
-                                      version_hint=version)
+                                      resolver=resolver, binlogs_before=binlogs_before.get(spec.name))
                     with lock:
                         running[fut] = (i, planned)
                     open_reads[i] += 1

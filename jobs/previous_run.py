@@ -80,8 +80,7 @@ def planning_probes(spark, warehouse: str, prev: PreviousRun, specs: Sequence[Se
         sources.setdefault(c["server"], []).append((c["source_host"], c["source_port"], _lower(c["source_uuid"])))
     probes: dict[str, Probe] = {}
     for r in (servers.where(servers.status.isin("ok", "partial") & servers.server_uuid.isNotNull())
-              .select("server", "host", "port", "server_uuid", "hostname", "reported_port", "channel_count",
-                      "version")
+              .select("server", "host", "port", "server_uuid", "hostname", "reported_port", "channel_count")
               .collect()):
         if wanted.get(r["server"]) != (r["host"], r["port"]):
             continue
@@ -89,8 +88,7 @@ def planning_probes(spark, warehouse: str, prev: PreviousRun, specs: Sequence[Se
         if r["channel_count"] is None or r["channel_count"] != len(channels_read):
             continue  # its channels were not read whole last night: probe it
         probes[r["server"]] = Probe(r["server"], _lower(r["server_uuid"]), channels_read,
-                                    hostname=r["hostname"] or None, reported_port=r["reported_port"],
-                                    version=r["version"])
+                                    hostname=r["hostname"] or None, reported_port=r["reported_port"])
     return probes
 
 

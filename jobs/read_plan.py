@@ -33,8 +33,6 @@ class Probe:
     hostname: str | None = None       # @@GLOBAL.hostname, a name replicas may use for it
     reported_port: int | None = None  # @@GLOBAL.port
     encrypted: bool | None = None     # the connection was TLS (None: not connected)
-    version: str | None = None        # @@GLOBAL.version: the read's first statement asks for this
-                                      # version's variables (not part of the topology)
 
     def topology(self) -> tuple:
         """What planning and source resolution take from the probe, normalised (case, order of

@@ -71,7 +71,7 @@ def staging_schema():
                           T.StructField("sources", address), T.StructField("replicas", address),
                           T.StructField("ok", T.BooleanType()), T.StructField("hostname", T.StringType()),
                           T.StructField("reported_port", T.LongType()),
-                          T.StructField("encrypted", T.BooleanType()), T.StructField("version", T.StringType())])
+                          T.StructField("encrypted", T.BooleanType())])
     return T.StructType([T.StructField("table", T.StringType(), False), T.StructField("server", T.StringType()),
                          *[T.StructField(name, nullable(get_table(name).to_spark())) for name in STAGED_TABLES],
                          T.StructField("probe", probe)])
@@ -84,7 +84,7 @@ def staged_row(pair: tuple[str, Any]) -> tuple:
     if table == REPLAN:
         out[1] = row.name
         out[-1] = (row.name, row.server_uuid, [tuple(a) for a in row.sources], [tuple(a) for a in row.replicas],
-                   row.ok, row.hostname, row.reported_port, row.encrypted, row.version)
+                   row.ok, row.hostname, row.reported_port, row.encrypted)
     elif table == PLAIN_TEXT:
         out[1] = row
     else:
@@ -160,7 +160,7 @@ def staged_probes(staged) -> list[Probe]:
 
     return [Probe(name=p["name"], server_uuid=p["server_uuid"], sources=addresses(p["sources"]),
                   replicas=addresses(p["replicas"]), ok=p["ok"], hostname=p["hostname"],
-                  reported_port=p["reported_port"], encrypted=p["encrypted"], version=p["version"])
+                  reported_port=p["reported_port"], encrypted=p["encrypted"])
             for p in (r["probe"] for r in staged.where(F.col("table") == F.lit(REPLAN)).select("probe").collect())]
 
 

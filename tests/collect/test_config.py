@@ -159,39 +159,3 @@ def test_server_spec_ships_only_the_reference(monkeypatch):
     (spec,) = cfg.inventory()
     blob = pickle.dumps((spec, cfg.collection.read_settings()))
     assert b"value-that-must-not-travel" not in blob and b"GTA_TEST_PW" in blob
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("collection, per_task", [
-    ({}, 32),                                                   # local[2]: 64 reads at once in 2 tasks
-    ({"concurrency": 200}, 100),
-    ({"concurrency": 20}, 10),
-    ({"concurrency": 12}, 8),                                   # never fewer than 8 a task ...
-    ({"concurrency": 4}, 4),                                    # ... nor more than the reads allowed at once
-    ({"per_task_concurrency": 8}, 8),                           # what the configuration sets stays
-    ({"concurrency": 64, "per_task_concurrency": 2}, 2),
-])
-def test_threads_per_task_in_local_mode_carry_the_configured_concurrency(spark, collection, per_task):
-    """Unset, per_task_concurrency is what makes the tasks Spark runs at once (one per core of the
-    tests' local[2]) read ``concurrency`` servers between them, at least 8 and at most
-    ``concurrency``; set, it is kept. With 8 a task, local[2] read 16 servers at once of 64."""
-    from jobs.collect import read_settings
-
-    assert spark.sparkContext.master == "local[2]" and spark.sparkContext.defaultParallelism == 2
-    config = parse_config({"warehouse": "/tmp/unused", "defaults": {"user": "audit", "password_env": "X"},
-                           "servers": [{"name": "a", "host": "127.0.0.1"}], "collection": collection})
-    assert read_settings(spark, config).per_task_concurrency == per_task
-
-
-def test_threads_per_task_off_local_mode_are_the_configured_or_eight():
-    """On a cluster the threads per task are the configuration's, else 8: the tasks that run at once
-    are the executors' cores, which Spark may not know yet when the job starts."""
-    from types import SimpleNamespace
-
-    from jobs.collect import read_settings
-
-    cluster = SimpleNamespace(sparkContext=SimpleNamespace(master="spark://127.0.0.1:7077", defaultParallelism=2))
-    for collection, per_task in (({}, 8), ({"per_task_concurrency": 3}, 3)):
-        config = parse_config({"warehouse": "/tmp/unused", "defaults": {"user": "audit", "password_env": "X"},
-                               "servers": [{"name": "a", "host": "127.0.0.1"}], "collection": collection})
-        assert read_settings(cluster, config).per_task_concurrency == per_task

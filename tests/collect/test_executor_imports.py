@@ -64,7 +64,7 @@ def test_the_read_task_runs_without_driver_libraries(monkeypatch):
                              inventory=read_plan.inventory_for_resolution([spec], {}))
     before = collector.PreviousBinlogs("gone", "3e11fa47-71ca-11e1-9e33-c80aa9429562", "", "binlog.000001:120")
     # the shape a later night's cogroup hands the task: (task index, (bundles, previous binlogs))
-    out = _run_in_executor_like_python(task, [(0, ([[[[(spec, 0, 0, None, None)]]]], [before]))])
+    out = _run_in_executor_like_python(task, [(0, ([[[[(spec, 0, 0, None)]]]], [before]))])
     first, loaded = out.strip().splitlines()
     assert first.startswith("2 ") and "collection_errors" in first and "servers" in first
     assert loaded == "[]"

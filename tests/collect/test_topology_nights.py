@@ -79,18 +79,6 @@ def _audit_connections(server) -> int:
         (AUDIT_USER,)))
 
 
-#: The digest of the read's former first statement, ``SELECT @@GLOBAL.version AS version``.
-VERSION_ONLY_DIGEST = "SELECT @@GLOBAL . `version` AS `version`"
-
-
-def _version_selects(server) -> int:
-    """How often ``server`` ran ``SELECT @@GLOBAL.version AS version`` (by any account) since it
-    started (performance_schema.events_statements_summary_by_digest)."""
-    return int(server.query_value(
-        "SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_digest "
-        "WHERE DIGEST_TEXT = %s", (VERSION_ONLY_DIGEST,)))
-
-
 def _record_channels(fleet, channels: list[dict]) -> None:
     """Record the fleet's new channels (the servers were changed by hand) so that waiting and
     shutdown follow the new topology."""
@@ -104,12 +92,10 @@ def _collect(spark, fleet, tmp_path_factory, warehouse: Path, night, started: dt
     server around it."""
     run_id, names = night
     config = load_config(_write_config(fleet, tmp_path_factory.mktemp(run_id), warehouse, names))
-    untouched = fleet.server(UNTOUCHED)
-    before, selects_before = _audit_connections(untouched), _version_selects(untouched)
+    before = _audit_connections(fleet.server(UNTOUCHED))
     summary = run_collect(spark, config, run_id=run_id, started=started)
-    after, selects_after = _audit_connections(untouched), _version_selects(untouched)
-    return {"config": config, "summary": summary, "untouched_connections": after - before,
-            "untouched_version_selects": selects_after - selects_before}
+    after = _audit_connections(fleet.server(UNTOUCHED))
+    return {"config": config, "summary": summary, "untouched_connections": after - before}
 
 
 @pytest.fixture(scope="module")
@@ -214,16 +200,3 @@ def test_the_untouched_server_is_connected_once_on_night_two(nights):
     fails with 2 (today's probe, then the read)."""
     assert nights["first"]["untouched_connections"] >= 1
     assert nights["second"]["untouched_connections"] == 1
-
-
-def test_the_untouched_server_is_not_asked_its_version_alone(nights):
-    """The read starts with the variables SELECT of the version the plan knows (night 1: the
-    probe's; night 2: night 1's row), whose own @@GLOBAL.version column confirms it: neither night
-    sends ``SELECT @@GLOBAL.version AS version`` to solo. The digest is counted as the server
-    normalises it, which the statement run here by hand shows."""
-    assert nights["first"]["untouched_version_selects"] == 0
-    assert nights["second"]["untouched_version_selects"] == 0
-    solo = nights["fleet"].server(UNTOUCHED)
-    before = _version_selects(solo)
-    solo.query_value("SELECT @@GLOBAL.version AS version")
-    assert _version_selects(solo) == before + 1

@@ -71,32 +71,3 @@ def test_healthy_57_replica_is_silent(sim):
     fleet, config = sim
     row, tail, found = _audit(fleet, config, "ok5744")
     assert "incomplete_relay_log_tail" not in found and row["relay_tail_truncated"] is False
-
-
-@pytest.mark.parametrize("cluster", ["ok5744", "big8036"])
-def test_first_page_is_the_tail_when_short_and_the_events_are_those_a_one_event_page_reads(sim, cluster, statements):
-    """The first page after the start is read before any probe of the end (stop 51). A caught-up replica's
-    tail is then one SHOW RELAYLOG EVENTS (besides the probe of the next file name); a tail longer than a
-    page is searched as before. Either way the kept events, and how many were dropped before them, are the
-    ones a read with one-event pages (where the first page is never the end) keeps."""
-    import dataclasses
-
-    fleet, config = sim
-    spec = {s.name: s for s in config.inventory()}[f"{cluster}-r1"]
-    settings = config.collection.read_settings()
-    reads = {}
-    for page in (settings.relay_tail_page_events, 1):
-        statements.clear()
-        ctx = RunContext("t", dt.date.today(), dataclasses.replace(settings, relay_tail_page_events=page))
-        result = read_server(spec, ctx)
-        assert result.errors == []
-        [row] = result.channels
-        tail = [(r["seq"], r["pos"], r["event_type"]) for r in result.relay_log_tail]
-        reads[page] = (row["relay_tail_first_event"], row["relay_tail_truncated"], tail,
-                       [s for s in statements if s.startswith("SHOW RELAYLOG EVENTS")])
-    first, truncated, tail, relay_statements = reads[settings.relay_tail_page_events]
-    assert (first, truncated, tail) == reads[1][:3] and tail
-    if cluster == "ok5744":   # the next file's probe, then the one page from the applier's position
-        assert len(relay_statements) == 2 and len(tail) < settings.relay_tail_page_events
-    else:                     # a full first page: the search for the end follows
-        assert len(relay_statements) > 3 and first > 0

@@ -11,7 +11,7 @@ import time
 import mysql.connector
 import pytest
 
-from jobs.collector import GROUP_NAME_ITEM, RECEIVER_AND_APPLIER_SQL, dialect_for
+from jobs.collector import GROUP_NAME_ITEM, dialect_for
 from gtid_core.versions import MySQLVersion
 from jobs.sandbox.sim import FleetBuilder, Simulator
 from jobs.sandbox.sim.model import PASSWORD
@@ -37,7 +37,6 @@ def _statements(binlog: str, relay: str) -> list[str]:
         "SELECT * FROM performance_schema.replication_connection_status",
         "SELECT CHANNEL_NAME, ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE, ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE "
         "FROM performance_schema.replication_applier_configuration",
-        RECEIVER_AND_APPLIER_SQL,
         "SHOW BINARY LOGS",
         f"SHOW BINLOG EVENTS IN '{binlog}' LIMIT 2",
         f"SHOW RELAYLOG EVENTS IN '{relay}' LIMIT 2 FOR CHANNEL ''",

@@ -139,11 +139,6 @@ _GV = re.compile(r"^SELECT\s+(.+?)\s+FROM\s+performance_schema\.`?global_variabl
                  r"(?:\s+WHERE\s+VARIABLE_NAME\s*(?:=\s*'([^']*)'|IN\s*\(([^)]*)\)))?$", re.I | re.S)
 _PS = re.compile(r"^SELECT\s+(.+?)\s+FROM\s+performance_schema\.`?(\w+)`?"
                  r"(?:\s+WHERE\s+CHANNEL_NAME\s*=\s*'([^']*)')?$", re.I | re.S)
-# ``SELECT l.*, r.X, r.Y FROM performance_schema.L AS l LEFT JOIN performance_schema.R AS r USING (CHANNEL_NAME)``:
-# the collector's receiver rows with the applier configuration's columns (jobs.collector.RECEIVER_AND_APPLIER_SQL)
-_PS_JOIN = re.compile(r"^SELECT\s+(\w+)\.\*\s*,\s*(.+?)\s+FROM\s+performance_schema\.`?(\w+)`?\s+(?:AS\s+)?(\w+)\s+"
-                      r"LEFT\s+JOIN\s+performance_schema\.`?(\w+)`?\s+(?:AS\s+)?(\w+)\s+USING\s*\(\s*CHANNEL_NAME\s*\)$",
-                      re.I | re.S)
 _EVENTS = re.compile(r"^SHOW\s+(BINLOG|RELAYLOG)\s+EVENTS(?:\s+IN\s+'([^']*)')?(?:\s+FROM\s+(\d+))?"
                      r"(?:\s+LIMIT\s+(\d+)(?:\s*,\s*(\d+))?)?(?:\s+FOR\s+CHANNEL\s+'([^']*)')?$", re.I)
 _STATUS = re.compile(r"^SHOW\s+(?:GLOBAL\s+|SESSION\s+)?STATUS(?:\s+LIKE\s+'([^']*)')?$", re.I)
@@ -266,10 +261,6 @@ class SimSession:
         if m:
             names = m.group(3) if m.group(3) is not None else (f"'{m.group(2)}'" if m.group(2) is not None else None)
             return "performance_schema", lambda: self.global_variables(m.group(1), names)
-        m = _PS_JOIN.match(text)
-        if m and m.group(1).lower() == m.group(4).lower():
-            return "performance_schema", lambda: self.performance_schema_join(
-                m.group(3).lower(), m.group(5).lower(), m.group(6), m.group(2))
         m = _PS.match(text)
         if m:
             return "performance_schema", lambda: self.performance_schema(m.group(1), m.group(2).lower(), m.group(3))
@@ -413,28 +404,6 @@ class SimSession:
         rows = [tuple(values.get(c.name) for c in chosen) for values in self._ps_rows(table)
                 if channel is None or values.get("CHANNEL_NAME") == channel]
         return rows, [_column(c) for c in chosen]
-
-    def performance_schema_join(self, left: str, right: str, right_alias: str, right_columns: str):
-        """Every row of ``left`` with the named columns of ``right``'s row of the same CHANNEL_NAME
-        (NULL where it has none): a LEFT JOIN ... USING (CHANNEL_NAME), as a real server lists it
-        (the left table's columns in table order, then the named ones)."""
-        left_cols, right_cols = self.shape.tables.get(left), self.shape.tables.get(right)
-        for table, cols in ((left, left_cols), (right, right_cols)):
-            if cols is None:
-                raise ERR.no_table("performance_schema", table)
-            if self.server.fault == "privilege":
-                raise ERR.table_denied("audit", table)
-        prefix = right_alias.lower() + "."
-        names = [n.strip() for n in _split_items(right_columns)]
-        if not all(n.lower().startswith(prefix) for n in names):
-            raise ERR.bad_field(next(n for n in names if not n.lower().startswith(prefix)))
-        chosen = _chosen_columns(", ".join(n[len(prefix):] for n in names), right_cols)
-        by_channel = {values.get("CHANNEL_NAME"): values for values in self._ps_rows(right)}
-        rows = []
-        for values in self._ps_rows(left):
-            other = by_channel.get(values.get("CHANNEL_NAME"), {})
-            rows.append(tuple(values.get(c.name) for c in left_cols) + tuple(other.get(c.name) for c in chosen))
-        return rows, [_column(c) for c in list(left_cols) + chosen]
 
     def _ps_rows(self, table: str) -> list[dict[str, Any]]:
         """The rows of a performance_schema replication table, each a dict of every column."""
