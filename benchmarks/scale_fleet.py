@@ -439,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     ms = lambda seconds: f"{1000 * seconds / args.servers:.1f} ms"  # noqa: E731
     per = lambda count: f"{count / reachable:.1f}"  # noqa: E731
     print(f"servers {args.servers}  simulator processes {processes}  latency {latency.spec()} ms  "
-          f"concurrency {concurrency} (per task {settings.per_task_concurrency})  nights {args.nights}  "
+          f"concurrency {concurrency} (per task {settings.per_task_concurrency or 'auto'})  nights {args.nights}  "
           f"exit codes {' '.join(str(x.rc) for x in nights)}  "
           f"pairs {' '.join(str(x.summary.get('pairs_audited')) for x in nights)}")
     print("| night | servers | run (wall) | collect | audit | statements/server | COM_PING/server | "

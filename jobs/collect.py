@@ -20,6 +20,7 @@ The driver holds the inventory, the plan and per-run counters; the rows never re
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import functools
 import logging
@@ -32,10 +33,11 @@ from typing import Sequence
 
 from jobs import collector, mysql_connection, previous_run, read_plan, read_staging
 from jobs.collector import RunContext
-from jobs.config import ConfigError, GtidAuditConfig, exposed_secret_files, load_config
+from jobs.config import (DEFAULT_PER_TASK_CONCURRENCY, MAX_PER_TASK_CONCURRENCY, ConfigError, GtidAuditConfig,
+                         exposed_secret_files, load_config)
 from jobs.delta_io import WRITER, write_run_frame, write_run_rows
 from jobs.read_plan import Probe, plan_read_order
-from jobs.server_spec import ServerSpec
+from jobs.server_spec import ReadSettings, ServerSpec
 from schemas.collection import (BINARY_LOGS, CHANNELS, COLLECTION_ERRORS, GROUP_MEMBERS, GROUP_REPLICATION,
                                 RELAY_LOG_TAIL, RUNS, SERVERS)
 
@@ -115,14 +117,41 @@ def _partitions(concurrency: int, per_task: int, n_items: int) -> int:
     return max(1, min(n_items, max(1, concurrency // per_task)))
 
 
+def _local_mode(master: str) -> bool:
+    """``local`` or ``local[...]`` (``local[4]``, ``local[*]``, ``local[4,2]``); not
+    ``local-cluster[...]``, whose executors are processes of their own, as on a cluster."""
+    return master == "local" or master.startswith("local[")
+
+
+def read_settings(spark, config: GtidAuditConfig) -> ReadSettings:
+    """The tasks' settings, with the threads per task resolved: ``per_task_concurrency`` when the
+    configuration sets it; else, in local mode, as many as make the tasks Spark runs at once read
+    ``concurrency`` servers between them: ``concurrency // defaultParallelism``, at least
+    :data:`jobs.config.DEFAULT_PER_TASK_CONCURRENCY`, at most ``concurrency`` and at most
+    :data:`jobs.config.MAX_PER_TASK_CONCURRENCY`; else that default. The floor division is
+    :func:`_partitions`' own, so the two agree (``local[3]``, 64: 3 tasks of 21 threads).
+    ``defaultParallelism`` is the local cores unless ``spark.default.parallelism`` says otherwise,
+    and then that setting is followed. With 8 threads a task, ``local[2]`` read 16 servers at
+    once where ``concurrency`` says 64, the rest of the tasks waiting for a core
+    (docs/benchmarks.md, "Fewer statements per read, and threads per task in local mode")."""
+    collection = config.collection
+    settings = collection.read_settings()
+    if collection.per_task_concurrency is None and _local_mode(spark.sparkContext.master):
+        slots = max(1, spark.sparkContext.defaultParallelism)
+        per_task = max(DEFAULT_PER_TASK_CONCURRENCY, collection.concurrency // slots)
+        per_task = min(per_task, collection.concurrency, MAX_PER_TASK_CONCURRENCY)
+        settings = dataclasses.replace(settings, per_task_concurrency=per_task)
+    return settings
+
+
 def probe_inventory(spark, specs: Sequence[ServerSpec], config: GtidAuditConfig,
                     want_replicas: bool = False) -> dict[str, Probe]:
     """Probe ``specs`` in one Spark stage; returns name -> Probe (one small record per server:
     what planning needs)."""
     if not specs:
         return {}
-    settings = config.collection.read_settings()
-    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(specs))
+    settings = read_settings(spark, config)
+    n = _partitions(config.collection.concurrency, settings.per_task_concurrency, len(specs))
     task = functools.partial(collector.probe_partition, settings=settings, want_replicas=want_replicas)
     probes = spark.sparkContext.parallelize(list(specs), n).mapPartitions(task).collect()
     return {p.name: p for p in probes}
@@ -199,7 +228,7 @@ def _read_stage(spark, config: GtidAuditConfig, ctx: RunContext, stage: _ReadSta
     previous run's binary logs of its own servers, through a cogroup on the task's index (the
     shuffle comes before the reads: the reads and the staging write are one stage)."""
     sc = spark.sparkContext
-    n = _partitions(config.collection.concurrency, config.collection.per_task_concurrency, len(stage.groups))
+    n = _partitions(config.collection.concurrency, ctx.settings.per_task_concurrency, len(stage.groups))
     bundles = _bundles(stage.groups, n)
     inventory = sc.broadcast(stage.inventory)
     broadcasts.append(inventory)
@@ -251,12 +280,13 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     attempt = read_staging.new_attempt()
     # a rerun of a run id keeps the date ``runs`` recorded for it: its rows stay in their partition
     run_date = (run_date_of(spark, warehouse, run_id) if rerun else None) or started.date()
-    ctx = RunContext(run_id=run_id, run_date=run_date, settings=config.collection.read_settings())
+    ctx = RunContext(run_id=run_id, run_date=run_date, settings=read_settings(spark, config))
 
     specs = list(config.inventory())
     configured = len(specs)
-    log.info("collect: MySQL protocol %s (mysql-connector-python %s)",
-             mysql_connection.protocol_implementation(), mysql_connection.connector_version())
+    log.info("collect: MySQL protocol %s (mysql-connector-python %s); %d servers read at once, %d threads per "
+             "task", mysql_connection.protocol_implementation(), mysql_connection.connector_version(),
+             config.collection.concurrency, ctx.settings.per_task_concurrency)
     for warning in exposed_secret_files(specs):
         log.warning("%s", warning)
     probes: dict[str, Probe] = {}
@@ -388,7 +418,7 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
     out = [f"config {config.source_path}: valid",
            f"warehouse: {config.resolved_warehouse()}",
            f"collection: concurrency={config.collection.concurrency} "
-           f"per_task={config.collection.per_task_concurrency} "
+           f"per_task={config.collection.per_task_concurrency or 'auto'} "
            f"deadline={config.collection.server_deadline_s}s retries={config.collection.retries.attempts}",
            f"discovery: {'on' if config.discovery.enabled else 'off'}",
            f"audit: fail_on={audit.fail_on} silences={len(audit.silences)} "

@@ -147,13 +147,20 @@ class RetrySettings(_Frozen):
     wait_max_s: float = Field(default=5.0, ge=0)
 
 
+#: Threads per read task when ``collection.per_task_concurrency`` is not set (and not in local mode).
+DEFAULT_PER_TASK_CONCURRENCY = 8
+#: The most threads one read task runs, set or automatic.
+MAX_PER_TASK_CONCURRENCY = 256
+
+
 class CollectionSettings(_Frozen):
     """Concurrency, deadlines and the bounds of what is read."""
 
     concurrency: int = Field(default=64, ge=1, le=1024)       # servers read at once, overall
-    # threads inside one Spark task: reads are GIL-bound pure-Python protocol work, and past ~8
-    # threads a task spends more CPU on contention than it gains (docs/benchmarks.md, Fleet scale)
-    per_task_concurrency: int = Field(default=8, ge=1, le=256)
+    # threads inside one Spark task; unset: 8, or in local mode as many as it takes for the tasks
+    # that run at once (one per core) to read ``concurrency`` servers, at most 256
+    # (jobs.collect.read_settings; docs/collection.md, "Read")
+    per_task_concurrency: int | None = Field(default=None, ge=1, le=MAX_PER_TASK_CONCURRENCY)
     server_deadline_s: float = Field(default=60.0, gt=0, le=3600)
     retries: RetrySettings = RetrySettings()
     binlog_header_events: int = Field(default=3, ge=2, le=10)    # SHOW BINLOG EVENTS ... LIMIT n
@@ -175,7 +182,7 @@ class CollectionSettings(_Frozen):
             relay_tail_max_events=self.relay_tail_max_events,
             relay_tail_page_events=self.relay_tail_page_events, relay_probe_files=self.relay_probe_files,
             relay_tail_max_scan_events=self.relay_tail_max_scan_events,
-            per_task_concurrency=self.per_task_concurrency)
+            per_task_concurrency=self.per_task_concurrency or DEFAULT_PER_TASK_CONCURRENCY)
 
 
 class DiscoverySettings(_Frozen):

@@ -296,7 +296,10 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "its channel moves to when the primary fails over (SOURCE_CONNECTION_AUTO_FAILOVER, or a "
           "repoint) -- has purged transactions the replica lacks: its dump thread would answer the "
           "replica's AUTO_POSITION connect with ER_MASTER_HAS_PURGED_REQUIRED_GTIDS. Judged when the "
-          "replica's receiver is stopped (its set cannot grow), or for members read before the replica.",
+          "replica's receiver is stopped (its set cannot grow), or, with its receiver running or connecting, "
+          "for members read before the replica and before its source: what the source has or has queued and "
+          "not purged counts as the replica's (lag, not refusal). A replica whose receiver state was not read "
+          "is not judged.",
           "ER_MASTER_HAS_PURGED_REQUIRED_GTIDS (1789) from the new source, reported as fatal error 1236 / "
           "13114 after the failover",
           "Keep the binary logs on every member of the group at least as long as the slowest "

@@ -420,11 +420,33 @@ def check_group_member_purged_replica_gtids(members: Sequence[GroupMember],
     (``simulate_auto_position_reconnect``: ER_MASTER_HAS_PURGED_REQUIRED_GTIDS). Each ONLINE
     member but the replica's current source is such a source in waiting.
 
-    Sound in two cases only: the replica's receiver is stopped (its gtid_executed ∪
-    Retrieved_Gtid_Set cannot grow; the member's gtid_purged only grows), or the member's
-    gtid_purged was read before the replica's read began. A member read after a replica whose
-    receiver runs is not judged: the replica may have received what the member purged since. ``replicas`` maps a member's name to the asynchronous replicas of it. Cannot see:
-    members not read, replicas of members not read."""
+    Sound in two cases only, and judged only then:
+
+    - the replica's receiver is stopped (its gtid_executed ∪ Retrieved_Gtid_Set cannot grow; the
+      member's gtid_purged only grows);
+    - its receiver runs (YES or CONNECTING), the member was read before the replica's read began,
+      and the replica's current source was read after the member (below). A member read after a
+      running replica is not judged: the replica may have received what the member purged since.
+
+    A replica whose receiver runs is lagging, not refused, for what its current source can still
+    send it: the source's gtid_executed ∪ its group_replication_applier received set
+    (:meth:`GroupMember.known_set`) minus the source's gtid_purged. That reaches the replica
+    without any failover. The source's applier may be held back (a long query, a lock) while the
+    primary purges what the group certified; the replica then lacks those transactions only until
+    the source applies them. Only what the member purged beyond that is a refusal. The credit
+    needs the source read after the member: the member's purged transactions were certified
+    before it was read, so the source had received them by then; read before the member, the
+    source could show a smaller set than it has, and the lag would look like a refusal. What the
+    source purged itself is never credited: a replica that lacks it is cut off from its current
+    source too (``source_purged_required`` on the pair), and the member would refuse it as well.
+
+    Not judged: a replica whose receiver state was not read (neither stopped nor known to
+    receive); a running replica whose source's gtid_executed or gtid_purged was not read, or whose
+    source was not read after the member (a lag cannot be told from a refusal). A source whose
+    applier's received set was not read is credited its gtid_executed alone. ``replicas`` maps a
+    member's name to the asynchronous replicas of it. Cannot see: members not read, replicas of
+    members not read, and a failover that happens while such a lag lasts (the replica would then
+    be refused for the transactions still in flight)."""
     by_name = {m.name: m for m in members}
     online = [m for m in members if m.state == "ONLINE" and m.snapshot.gtid_executed is not None]
     findings: list[Finding] = []
@@ -432,22 +454,30 @@ def check_group_member_purged_replica_gtids(members: Sequence[GroupMember],
         source = by_name.get(source_name)
         if source is None or source.state != "ONLINE":
             continue
+        known, purged = source.known_set(), source.snapshot.gtid_purged
+        reachable = known - purged if known is not None and purged is not None else None
         for rep in reps:
+            receiving = rep.channel.receiver_running
+            if receiving is None or (receiving and reachable is None):
+                continue                       # cannot tell a lag from a refusal
             refusals = []
             for other in online:
-                if other is source or not (rep.channel.receiver_running is False or _read_before(other, rep)):
+                if other is source:
+                    continue
+                if receiving and not (_read_before(other, rep) and read_after(source, other)):
                     continue
                 announced = rep.announced(other.snapshot)
                 if announced is None:
                     continue
-                outcome = simulate_auto_position_reconnect(other.snapshot, announced)
+                credited = reachable if receiving else GtidSet.EMPTY
+                outcome = simulate_auto_position_reconnect(other.snapshot, announced | credited)
                 if outcome.purge_verdict == ReconnectKind.SOURCE_PURGED_REQUIRED and outcome.missing:
-                    refusals.append((other, outcome, announced))
+                    refusals.append((other, outcome, announced, credited))
             if not refusals:
                 continue
-            other, outcome, announced = max(refusals, key=lambda r: (r[1].missing.count(), r[0].name))
+            other, outcome, announced, credited = max(refusals, key=lambda r: (r[1].missing.count(), r[0].name))
             channel = rep.channel.channel_name or ""
-            names = ", ".join(o.name for o, _, _ in refusals)
+            names = ", ".join(r[0].name for r in refusals)
             findings.append(_finding(
                 "group_member_purged_replica_gtids", rep.name,
                 f"After a primary failover in group {source.group_name}, {names} would refuse this replica",
@@ -458,6 +488,8 @@ def check_group_member_purged_replica_gtids(members: Sequence[GroupMember],
                 source=other.name, channel=channel, gtid_set=outcome.missing,
                 evidence={"group_name": source.group_name, "current_source": source_name,
                           "refused_by": names, "replica_gtid_set": _text(announced),
+                          "receiver_running": receiving,
+                          "credited_from_current_source": _text(credited),
                           "member_gtid_purged": _text(other.snapshot.gtid_purged),
                           "reconnect_rule": outcome.rule}))
     return findings

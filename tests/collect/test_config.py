@@ -159,3 +159,63 @@ def test_server_spec_ships_only_the_reference(monkeypatch):
     (spec,) = cfg.inventory()
     blob = pickle.dumps((spec, cfg.collection.read_settings()))
     assert b"value-that-must-not-travel" not in blob and b"GTA_TEST_PW" in blob
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("collection, per_task", [
+    ({}, 32),                                                   # local[2]: 64 reads at once in 2 tasks
+    ({"concurrency": 200}, 100),
+    ({"concurrency": 20}, 10),
+    ({"concurrency": 12}, 8),                                   # never fewer than 8 a task ...
+    ({"concurrency": 4}, 4),                                    # ... nor more than the reads allowed at once
+    ({"concurrency": 1024}, 256),                               # ... nor more than 256
+    ({"per_task_concurrency": 8}, 8),                           # what the configuration sets stays
+    ({"concurrency": 64, "per_task_concurrency": 2}, 2),
+])
+def test_threads_per_task_in_local_mode_carry_the_configured_concurrency(spark, collection, per_task):
+    """Unset, per_task_concurrency is what makes the tasks Spark runs at once (one per core of the
+    tests' local[2]) read ``concurrency`` servers between them, at least 8 and at most
+    ``concurrency`` and 256; set, it is kept. With 8 a task, local[2] read 16 servers at once of 64."""
+    from jobs.collect import read_settings
+
+    assert spark.sparkContext.master == "local[2]" and spark.sparkContext.defaultParallelism == 2
+    assert read_settings(spark, _config(collection)).per_task_concurrency == per_task
+
+
+def _stub_session(master, parallelism):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(sparkContext=SimpleNamespace(master=master, defaultParallelism=parallelism))
+
+
+def _config(collection):
+    return parse_config({"warehouse": "/tmp/unused", "defaults": {"user": "audit", "password_env": "X"},
+                         "servers": [{"name": "a", "host": "127.0.0.1"}], "collection": collection})
+
+
+@pytest.mark.parametrize("master", ["spark://127.0.0.1:7077", "local-cluster[2,1,1024]", "yarn"])
+def test_threads_per_task_off_local_mode_are_the_configured_or_eight(master):
+    """On a cluster (and local-cluster, whose executors are processes of their own) the threads per
+    task are the configuration's, else 8: the tasks that run at once are the executors' cores,
+    which Spark may not know yet when the job starts."""
+    from jobs.collect import read_settings
+
+    for collection, per_task in (({}, 8), ({"per_task_concurrency": 3}, 3)):
+        assert read_settings(_stub_session(master, 2), _config(collection)).per_task_concurrency == per_task
+
+
+@pytest.mark.parametrize("master, cores, per_task, tasks", [
+    ("local[3]", 3, 21, 3),            # 64 // 3: three tasks of 21 read 63 at once, not two of 22
+    ("local[*]", 5, 12, 5),
+    ("local", 1, 64, 1),
+    ("local[16]", 16, 8, 8),           # 8 at least: eight tasks of 8
+])
+def test_threads_per_task_and_the_read_tasks_agree_in_local_mode(master, cores, per_task, tasks):
+    """The automatic threads per task and the number of read tasks (jobs.collect._partitions) use
+    the same floor division, so tasks x threads never exceeds ``concurrency`` and every core that
+    Spark runs a task on has one."""
+    from jobs.collect import _partitions, read_settings
+
+    settings = read_settings(_stub_session(master, cores), _config({}))
+    assert settings.per_task_concurrency == per_task
+    assert _partitions(64, settings.per_task_concurrency, 10_000) == tasks

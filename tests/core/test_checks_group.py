@@ -233,3 +233,96 @@ def test_the_elected_member_read_before_the_primary_leaves_a_client_gtid_undeter
     assert {row["sibling"]: (row["sibling_result"], row["lost_count"]) for row in rows} == {
         "a": ("undetermined", 0), "r": ("undetermined", 0)}
     assert all("unconfirmed: b was not read after a" in row["reconnect_rule"] for row in rows)
+
+
+def _replica_of_a(executed, retrieved, *, receiver="YES", read=5):
+    import dataclasses
+    import datetime as dt
+
+    r = async_replica("r", X, executed, retrieved)
+    snap = dataclasses.replace(r.snapshot, read_started_at=at(read), read_at=at(read) + dt.timedelta(seconds=0.5))
+    return dataclasses.replace(r, snapshot=snap, channel=dataclasses.replace(r.channel, io_running=receiver))
+
+
+def _purged_replica_findings(members, replica):
+    from gtid_core.checks.group import check_group_member_purged_replica_gtids
+
+    return [(f.server, f.source, str(f.gtid_set)) for f in
+            check_group_member_purged_replica_gtids(views(*members), {"a": [replica]})]
+
+
+def test_a_replica_of_a_member_whose_applier_is_held_is_lagging_not_refused():
+    # a's applier waits on a table lock: it has queued G:101-115, which the primary c certified
+    # and then purged. r, replicating from a with its receiver running, lacks them only until a
+    # applies them; c was read before r, so the old rule would have judged it refused.
+    a = member("a", A, "ONLINE", f"{G}:1-100", received=f"{G}:1-115", read=9)
+    c = member("c", C, "ONLINE", f"{G}:1-115", purged=f"{G}:1-115", role="PRIMARY", read=1)
+    r = _replica_of_a(f"{G}:1-100", f"{G}:1-100")
+    assert _purged_replica_findings([a, c], r) == []
+
+
+def test_a_stopped_replica_of_that_member_is_refused_for_what_it_lacks():
+    # the same, with r's receiver stopped: nothing reaches it, c would refuse it
+    a = member("a", A, "ONLINE", f"{G}:1-100", received=f"{G}:1-115", read=9)
+    c = member("c", C, "ONLINE", f"{G}:1-115", purged=f"{G}:1-115", role="PRIMARY", read=1)
+    r = _replica_of_a(f"{G}:1-90", f"{G}:1-90", receiver="NO")
+    assert _purged_replica_findings([a, c], r) == [("r", "c", f"{G}:91-115")]
+
+
+def test_a_running_replica_is_refused_for_what_its_source_will_never_have():
+    # c purged a transaction of its own that the group never certified (so a never gets it):
+    # moved to c, r is refused for it even though its receiver runs
+    a = member("a", A, "ONLINE", f"{G}:1-100", read=9)
+    c = member("c", C, "ONLINE", f"{G}:1-100,{C}:1", purged=f"{G}:1-100,{C}:1", received=f"{G}:1-100",
+               role="PRIMARY", read=1)
+    r = _replica_of_a(f"{G}:1-100", f"{G}:1-100")
+    assert _purged_replica_findings([a, c], r) == [("r", "c", f"{C}:1")]
+
+
+def test_what_the_source_purged_itself_is_not_credited_to_a_connecting_replica():
+    # r's receiver is CONNECTING; a holds G:91-115 but purged G:91-95 from its binary logs, so r
+    # can get only G:96-115 from it: c, which purged G:1-115, refuses it for G:91-95
+    a = member("a", A, "ONLINE", f"{G}:1-115", purged=f"{G}:1-95", read=9)
+    c = member("c", C, "ONLINE", f"{G}:1-115", purged=f"{G}:1-115", role="PRIMARY", read=1)
+    r = _replica_of_a(f"{G}:1-90", f"{G}:1-90", receiver="CONNECTING")
+    assert _purged_replica_findings([a, c], r) == [("r", "c", f"{G}:91-95")]
+    [f] = check_group_member_purged_replica_gtids_of(a, c, r)
+    assert f.evidence["receiver_running"] is True
+    assert f.evidence["credited_from_current_source"] == f"{G}:96-115"
+
+
+def test_a_replica_whose_receiver_state_was_not_read_is_not_judged():
+    # neither stopped (its set may grow) nor known to receive (no credit can be given)
+    a = member("a", A, "ONLINE", f"{G}:1-100", read=9)
+    c = member("c", C, "ONLINE", f"{G}:1-115", purged=f"{G}:1-115", role="PRIMARY", read=1)
+    r = _replica_of_a(f"{G}:1-90", f"{G}:1-90", receiver=None)
+    assert _purged_replica_findings([a, c], r) == []
+
+
+def test_a_running_replica_is_not_judged_when_its_source_was_read_before_the_member():
+    # a, read first, may have received since what c certified and purged before its read: what a
+    # can send r is not known, so even c's own purged transaction C:1 is left unjudged
+    a = member("a", A, "ONLINE", f"{G}:1-100", read=0)
+    c = member("c", C, "ONLINE", f"{G}:1-100,{C}:1", purged=f"{G}:1-100,{C}:1", received=f"{G}:1-100",
+               role="PRIMARY", read=1)
+    r = _replica_of_a(f"{G}:1-100", f"{G}:1-100")
+    assert _purged_replica_findings([a, c], r) == []
+    # stopped, r is judged whatever the order
+    stopped = _replica_of_a(f"{G}:1-100", f"{G}:1-100", receiver="NO")
+    assert _purged_replica_findings([a, c], stopped) == [("r", "c", f"{C}:1")]
+
+
+def test_a_running_replica_is_not_judged_when_its_source_purged_set_was_not_read():
+    import dataclasses
+
+    a = member("a", A, "ONLINE", f"{G}:1-100", received=f"{G}:1-115", read=9)
+    a = dataclasses.replace(a, snapshot=dataclasses.replace(a.snapshot, gtid_purged=None))
+    c = member("c", C, "ONLINE", f"{G}:1-115", purged=f"{G}:1-115", role="PRIMARY", read=1)
+    r = _replica_of_a(f"{G}:1-90", f"{G}:1-90")
+    assert _purged_replica_findings([a, c], r) == []
+
+
+def check_group_member_purged_replica_gtids_of(source, other, replica):
+    from gtid_core.checks.group import check_group_member_purged_replica_gtids
+
+    return check_group_member_purged_replica_gtids(views(source, other), {source.name: [replica]})
