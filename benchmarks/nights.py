@@ -42,8 +42,20 @@ Data files keep their times (VACUUM reads a removed file's age from the log's co
 are not aged). The dashboard queries' ``current_date`` is replaced with the simulated night's
 date.
 
+**Replayed nights** (``--replay-to N``). A year of nights is about 11 hours of this machine when
+nothing else runs, longer than any one sitting here. With ``--replay-to N`` the nights from the
+second (or the next one, with ``--resume``) to N - 1 are not run: the fleet changes night by
+night as always (so night N's fleet is the one a year of changes made), and the tables get, for
+each of those nights, a copy of the last night that ran, under the replayed night's run id and
+date, with the job's own maintenance after each batch of ``--replay-batch`` nights
+(:func:`replay_main`). Nights N to ``--nights`` then run for real over a year's tables. What this
+does not reproduce: the replayed nights' findings come and go with the last real night's, not
+with the fleet's faults; the replayed nights' commits are one per table and batch, not one per
+night and step; and the Delta logs of a batch all have the age of its last night.
+
 Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--processes N] [--keep DIR]
        [--retention TABLE=DAYS ...] [--log-retention-days N] [--until HH:MM]
+       [--replay-to N [--replay-batch NIGHTS]]
        python benchmarks/nights.py --keep DIR --resume [--until HH:MM]
        (a year is about 15 hours of a 2-core machine: it can run in pieces. ``--until`` or a file
        named STOP in DIR stops it between two nights; ``--resume`` goes on from the last whole
@@ -187,6 +199,26 @@ def _save_state(path: Path, state: dict) -> None:
     os.replace(tmp, path)
 
 
+def _run_id(day: dt.date, night: int) -> str:
+    """Night ``night``'s run id: its run starts at 02:00 UTC of its simulated day."""
+    return f"{dt.datetime.combine(day, dt.time(2, 0), dt.timezone.utc):%Y%m%dT%H%M%SZ}-night{night:03d}"
+
+
+def _night_config(fleet: SimFleet, work: Path, warehouse: Path, retention: dict,
+                  log_retention_days: int | None) -> Path:
+    """The audit configuration of tonight's fleet, with the maintenance as the nightly run's last
+    step (module docstring, "The clock", for deleted_file_retention_hours)."""
+    config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(warehouse), password_file=work / "password")
+    doc = yaml.safe_load(config.read_text())
+    doc["maintenance"] = {"after_run": True, "deleted_file_retention_hours": 0}
+    if retention:
+        doc["maintenance"]["retention_days"] = retention
+    if log_retention_days is not None:
+        doc["maintenance"]["log_retention_days"] = log_retention_days
+    config.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return config
+
+
 def _until(text: str) -> dt.datetime:
     """``--until``: HH:MM today (UTC), or an ISO 8601 time (UTC unless it says otherwise)."""
     if re.fullmatch(r"\d{1,2}:\d{2}", text):
@@ -305,8 +337,114 @@ def _queries(warehouse: Path, day: dt.date, out: Path, log: Path,
     return json.loads(out.read_text())
 
 
+def _replayed_tables() -> list:
+    """The tables that hold one night's rows per run (a run_id and a run_date column), but
+    ``findings_latest`` (each night MERGEs it: it holds the latest run's findings, not a history)
+    and ``uuid_registry`` (replaced whole each night)."""
+    from schemas import all_tables
+
+    return [t for name, t in sorted(all_tables().items())
+            if {"run_id", "run_date"} <= set(t.column_names) and name not in ("findings_latest", "uuid_registry")]
+
+
+def replay_main(spec_path: Path) -> int:
+    """``--replay SPEC.json``: write nights the job did not run, copies of one night it did run.
+
+    The spec names the audit configuration, the source run (``run_id``, ``run_date``) and the
+    nights to write (``night``, ``day``, ``run_id``), in batches of ``batch`` nights. For each
+    batch, in one Spark session: every table of :func:`_replayed_tables` gets the source run's
+    rows once per night of the batch, with that night's ``run_id`` and ``run_date`` and every
+    timestamp column moved by the days between the two nights (``runs.started_at`` orders the
+    runs: the next real night's previous run is the last replayed one), in one commit per table
+    that replaces exactly the batch's dates (``replaceWhere run_date IN (...)``: a batch written
+    again after an interruption replaces itself); then the job's maintenance as of the batch's
+    last day (``jobs.maintain.maintain_tables``: retention, compaction, VACUUM on their own
+    nights as the nightly run does them); then the Delta logs are aged by the batch's days
+    (:func:`age_logs`). Prints one line and appends one JSON row per batch to the spec's
+    ``out``: its seconds, the maintenance's seconds and lines, and the tables' sizes."""
+    from pyspark.sql import functions as F
+
+    from jobs.config import load_config
+    from jobs.delta_io import OPTIMIZE_WRITE, _commit_marker, table_uri
+    from jobs.maintain import maintain_tables
+    from jobs.spark import build_session
+
+    spec = json.loads(spec_path.read_text())
+    config = load_config(spec["config"])
+    warehouse = config.resolved_warehouse()
+    spark = build_session(config.spark)
+    source_day = dt.date.fromisoformat(spec["run_date"])
+    sources = {}
+    for schema in _replayed_tables():
+        uri = table_uri(warehouse, schema.name)
+        if not (Path(uri) / "_delta_log").is_dir():
+            continue
+        # kept apart once: retention deletes the source night's partition before the last batch
+        kept = Path(spec["out"]).parent / "replay-source" / spec["run_id"] / schema.name
+        if not kept.exists():
+            (spark.read.format("delta").load(uri)
+             .where((F.col("run_date") == F.lit(source_day)) & (F.col("run_id") == F.lit(spec["run_id"])))
+             .write.parquet(str(kept)))
+        sources[schema.name] = (schema, uri, spark.read.parquet(str(kept)))
+    out = Path(spec["out"])
+    # a replay cut short goes on after its last whole batch
+    done = max((r["nights"][1] for r in map(json.loads, out.read_text().splitlines() if out.exists() else [])
+                if r.get("source_run_id") == spec["run_id"]), default=0)
+    nights = [n for n in spec["nights"] if n["night"] > done]
+    for first in range(0, len(nights), spec["batch"]):
+        batch = nights[first:first + spec["batch"]]
+        started = time.monotonic()
+        shifts = spark.createDataFrame(
+            [(n["run_id"], dt.date.fromisoformat(n["day"]), (dt.date.fromisoformat(n["day"]) - source_day).days)
+             for n in batch], "replay_run_id string, replay_run_date date, replay_days int")
+        dates = ", ".join(f"DATE'{n['day']}'" for n in batch)
+        for name, (schema, uri, rows) in sources.items():
+            frame = rows.crossJoin(F.broadcast(shifts))
+            columns = []
+            for field in rows.schema.fields:
+                if field.name == "run_id":
+                    columns.append(F.col("replay_run_id").alias("run_id"))
+                elif field.name == "run_date":
+                    columns.append(F.col("replay_run_date").alias("run_date"))
+                elif field.dataType.typeName() == "timestamp":
+                    columns.append(F.expr(f"timestampadd(DAY, replay_days, `{field.name}`)").alias(field.name))
+                else:
+                    columns.append(F.col(field.name))
+            (frame.select(*columns).write.format("delta").mode("overwrite")
+             .option("replaceWhere", f"run_date IN ({dates})")
+             .option(OPTIMIZE_WRITE, "true")
+             .option("userMetadata", _commit_marker(schema))
+             .save(uri))
+        written = time.monotonic() - started
+        lines: list[str] = []
+        maintained = time.monotonic()
+        results = maintain_tables(spark, config, on=dt.date.fromisoformat(batch[-1]["day"]), report=lines.append)
+        maintenance = time.monotonic() - maintained
+        age_logs(Path(warehouse), 86_400 * len(batch))
+        sizes = _table_sizes(Path(warehouse))
+        row = {"source_run_id": spec["run_id"], "nights": [batch[0]["night"], batch[-1]["night"]], "days": [batch[0]["day"], batch[-1]["day"]],
+               "write_seconds": written, "maintenance_seconds": maintenance,
+               "failed": [r.line() for r in results if r.error], "maintenance": lines, "tables": sizes,
+               "ended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        with out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        total = sum(t["bytes"] for t in sizes.values())
+        files = sum(t["files"] for t in sizes.values())
+        logs = sum(t["log_files"] for t in sizes.values())
+        print(f"replayed nights {batch[0]['night']}-{batch[-1]['night']} ({batch[0]['day']} to {batch[-1]['day']}): "
+              f"write {written:5.1f} s  maintenance {maintenance:5.1f} s  tables {total / 2**20:7.1f} MB in "
+              f"{files:,} files, {logs:,} log files{'  FAILED ' + '; '.join(row['failed']) if row['failed'] else ''}",
+              flush=True)
+        if row["failed"]:
+            return 1
+    spark.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--replay"]:     # SPEC.json (written by the run itself)
+        return replay_main(Path(argv[1]))
     if argv[:1] == ["--queries"]:   # WAREHOUSE DAY OUT.json [WAREHOUSE DAY ...] [--rounds N]
         rest, rounds = argv[4:], 5
         if "--rounds" in rest:
@@ -332,6 +470,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--until", default=None, metavar="HH:MM|ISO",
                    help="start no night after this time (UTC; HH:MM is today's): a long run goes on later "
                         "with --resume. A file named STOP in the work directory does the same")
+    p.add_argument("--replay-to", type=int, default=None, metavar="NIGHT",
+                   help="nights from the second (or, with --resume, the next) to NIGHT - 1 are not run: the fleet "
+                        "changes as on any night and the tables get copies of the last night that ran, with the "
+                        "job's maintenance on them (replay_main); nights from NIGHT on run. A year's tables for "
+                        "the hours of a few nights")
+    p.add_argument("--replay-batch", type=int, default=None, metavar="NIGHTS",
+                   help="replayed nights written per commit and maintained together (default 7)")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)   # kill: the night's processes and simulators stop
     try:
@@ -344,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--log-retention-days must be at least 1, not {args.log_retention_days!r}")
     if args.nights < 1:
         p.error(f"--nights must be at least 1, not {args.nights!r}")
+    if args.replay_batch is not None and args.replay_batch < 1:
+        p.error(f"--replay-batch must be at least 1, not {args.replay_batch!r}")
     retention = {}
     for item in args.retention:
         table, _, days = item.partition("=")
@@ -366,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
         retention = state["retention"]
         fleet = SimFleet.load(work / state["fleet_file"])
         first_day = dt.date.fromisoformat(state["first_day"])
+        for key in ("replay_to", "replay_batch"):
+            if getattr(args, key) is not None:
+                state[key] = getattr(args, key)
         rows = [json.loads(line) for line in (work / "nights.jsonl").read_text().splitlines() if line.strip()]
         rows = [r for r in rows if r["night"] <= state["night_done"]]
         # The calendar stood still while nothing ran: the Delta log's files are made younger by the
@@ -388,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
         state = {"servers": args.servers, "nights": args.nights, "seed": args.seed, "processes": args.processes,
                  "retention": retention, "log_retention_days": args.log_retention_days,
                  "first_day": first_day.isoformat(), "night_done": 0, "fleet_night": 0,
-                 "fleet_file": "fleet-000.json", "change": "", "saved_at": time.time()}
+                 "fleet_file": "fleet-000.json", "change": "", "saved_at": time.time(),
+                 "replay_to": args.replay_to, "replay_batch": args.replay_batch or 7}
         fleet.save(work / state["fleet_file"])
         _save_state(state_path, state)
     processes = args.processes
@@ -399,7 +550,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{'  retention ' + json.dumps(retention) if retention else ''}"
           f"{f'  log retention {args.log_retention_days} days' if args.log_retention_days else ''}"
           f"{f'  until {until:%Y-%m-%d %H:%M} UTC' if until else ''}", flush=True)
-    for night in range(state["night_done"] + 1, args.nights + 1):
+    replay_to, replay_batch = state.get("replay_to"), state.get("replay_batch", 7)
+    if replay_to is not None and not 2 < replay_to <= args.nights:
+        p.error(f"--replay-to must be a night after the second and at most --nights ({args.nights}), not {replay_to!r}")
+    night = state["night_done"]
+    while night < args.nights:
+        night = state["night_done"] + 1
         if (until and dt.datetime.now(dt.timezone.utc) >= until) or (work / "STOP").exists():
             print(f"stopped before night {night} ({'--until' if until else 'STOP file'}); continue with "
                   f"--keep {work} --resume", flush=True)
@@ -412,18 +568,44 @@ def main(argv: list[str] | None = None) -> int:
             state.update(fleet_night=night, change=change.line())
             _save_state(state_path, state)
             (work / old).unlink(missing_ok=True)
-        config = fleet.write_audit_config(work / "audit.yaml", warehouse=str(warehouse),
-                                          password_file=work / "password")
-        doc = yaml.safe_load(config.read_text())
-        doc["maintenance"] = {"after_run": True, "deleted_file_retention_hours": 0}
-        if retention:
-            doc["maintenance"]["retention_days"] = retention
-        if args.log_retention_days is not None:
-            doc["maintenance"]["log_retention_days"] = args.log_retention_days
-        config.write_text(yaml.safe_dump(doc, sort_keys=False))
+        if replay_to and 1 < night < replay_to:
+            # nights night .. replay_to - 1: the fleet changes as every night, the tables get copies of
+            # the last night the job ran (replay_main)
+            last = night - 1
+            for n in range(max(night, state["fleet_night"] + 1), replay_to):
+                next_night(fleet, n)
+            fleet_file = f"fleet-{replay_to - 1:03d}.json"
+            fleet.save(work / fleet_file)
+            config = _night_config(fleet, work, warehouse, retention, args.log_retention_days)
+            source_day = first_day + dt.timedelta(days=last - 1)
+            spec = {"config": str(config), "run_id": _run_id(source_day, last), "run_date": source_day.isoformat(),
+                    "batch": replay_batch, "out": str(work / "replay.jsonl"),
+                    "nights": [{"night": n, "day": (first_day + dt.timedelta(days=n - 1)).isoformat(),
+                                "run_id": _run_id(first_day + dt.timedelta(days=n - 1), n)}
+                               for n in range(night, replay_to)]}
+            (work / "replay.json").write_text(json.dumps(spec, indent=1))
+            print(f"replaying nights {night}-{replay_to - 1} from night {last}'s run (batches of {replay_batch})",
+                  flush=True)
+            with (work / "replay.log").open("a") as f:
+                rc = subprocess.run([sys.executable, __file__, "--replay", str(work / "replay.json")],
+                                    stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT)).returncode
+            if rc != 0:
+                print(f"replay of nights {night}-{replay_to - 1}: exit {rc}; see {work / 'replay.log'}")
+                return 1
+            for line in (work / "replay.log").read_text().splitlines():
+                if line.startswith("replayed nights"):
+                    print("  " + line, flush=True)
+            old, state["fleet_file"] = state["fleet_file"], fleet_file
+            state.update(fleet_night=replay_to - 1, night_done=replay_to - 1, replayed=[night, replay_to - 1],
+                         change="", saved_at=time.time())
+            _save_state(state_path, state)
+            if old != fleet_file:
+                (work / old).unlink(missing_ok=True)
+            continue
+        config = _night_config(fleet, work, warehouse, retention, args.log_retention_days)
         day = first_day + dt.timedelta(days=night - 1)
         when = dt.datetime.combine(day, dt.time(2, 0), dt.timezone.utc)
-        run_id = f"{when:%Y%m%dT%H%M%SZ}-night{night:03d}"
+        run_id = _run_id(day, night)
         load_before = os.getloadavg()[0]
         sim = Simulator(work / state["fleet_file"], processes=processes, lifetime_s=3600, workdir=work).start()
         try:
