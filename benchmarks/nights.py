@@ -422,7 +422,8 @@ def replay_main(spec_path: Path) -> int:
         maintenance = time.monotonic() - maintained
         age_logs(Path(warehouse), 86_400 * len(batch))
         sizes = _table_sizes(Path(warehouse))
-        row = {"source_run_id": spec["run_id"], "nights": [batch[0]["night"], batch[-1]["night"]], "days": [batch[0]["day"], batch[-1]["day"]],
+        row = {"source_run_id": spec["run_id"], "nights": [batch[0]["night"], batch[-1]["night"]],
+               "days": [batch[0]["day"], batch[-1]["day"]],
                "write_seconds": written, "maintenance_seconds": maintenance,
                "failed": [r.line() for r in results if r.error], "maintenance": lines, "tables": sizes,
                "ended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}

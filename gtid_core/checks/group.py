@@ -460,6 +460,7 @@ def check_group_member_purged_replica_gtids(members: Sequence[GroupMember],
             receiving = rep.channel.receiver_running
             if receiving is None or (receiving and reachable is None):
                 continue                       # cannot tell a lag from a refusal
+            credited = reachable if receiving else GtidSet.EMPTY
             refusals = []
             for other in online:
                 if other is source:
@@ -469,15 +470,14 @@ def check_group_member_purged_replica_gtids(members: Sequence[GroupMember],
                 announced = rep.announced(other.snapshot)
                 if announced is None:
                     continue
-                credited = reachable if receiving else GtidSet.EMPTY
                 outcome = simulate_auto_position_reconnect(other.snapshot, announced | credited)
                 if outcome.purge_verdict == ReconnectKind.SOURCE_PURGED_REQUIRED and outcome.missing:
-                    refusals.append((other, outcome, announced, credited))
+                    refusals.append((other, outcome, announced))
             if not refusals:
                 continue
-            other, outcome, announced, credited = max(refusals, key=lambda r: (r[1].missing.count(), r[0].name))
+            other, outcome, announced = max(refusals, key=lambda r: (r[1].missing.count(), r[0].name))
             channel = rep.channel.channel_name or ""
-            names = ", ".join(r[0].name for r in refusals)
+            names = ", ".join(o.name for o, _, _ in refusals)
             findings.append(_finding(
                 "group_member_purged_replica_gtids", rep.name,
                 f"After a primary failover in group {source.group_name}, {names} would refuse this replica",
