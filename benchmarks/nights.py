@@ -166,17 +166,21 @@ def _log_kind(name: str) -> str:
 
 class Peaks:
     """Peak RSS of a command's process (the driver), of its JVM child and of the JVM's Python
-    workers together, sampled every 0.2 s."""
+    workers together, sampled every 0.2 s, and when the driver reached its peak."""
 
     def __init__(self, pid: int):
         self.pid, self.driver, self.jvm, self.workers = pid, 0, 0, 0
+        self.started = time.monotonic()
+        self.driver_peak_s = 0.0   # seconds from the start to the driver's peak
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._done.is_set():
-            self.driver = max(self.driver, rss_and_cmdline(self.pid)[0])
+            rss = rss_and_cmdline(self.pid)[0]
+            if rss > self.driver:
+                self.driver, self.driver_peak_s = rss, time.monotonic() - self.started
             workers = 0
             for child in children(self.pid):
                 rss, cmd = rss_and_cmdline(child)

@@ -75,6 +75,28 @@ def test_scan_arrow_reads_only_the_runs_date_partition(spark, tmp_path):
     assert {tuple(b.schema.names) for b in batches} == {("seq",)}
 
 
+def test_a_runs_dataset_is_built_from_its_partitions_files_only(spark, tmp_path):
+    """The dataset behind scan_arrow and read_arrow names only the files of the run's date (a
+    year of nights is not turned into 365 days of fragments to filter afterwards), and none for a
+    date without rows, whose scan still has the table's columns."""
+    from jobs.delta_io import _run_dataset
+
+    wh = str(tmp_path)
+    write_run_rows(spark, "collection_errors", error_rows("r1", 3), warehouse=wh, run_id="r1")
+    later = [{**r, "run_date": dt.date(2024, 5, 2)} for r in error_rows("r2", 2)]
+    write_run_rows(spark, "collection_errors", later, warehouse=wh, run_id="r2")
+    table = DeltaTable(str(tmp_path / "collection_errors"))
+    assert len(table.to_pyarrow_dataset().files) == 2
+
+    files = _run_dataset(table, "r2", dt.date(2024, 5, 2)).files
+    assert len(files) == 1 and "run_date=2024-05-02" in files[0]
+    assert _run_dataset(table, None, dt.date(2024, 5, 2)).files == files
+    empty = _run_dataset(table, "r1", dt.date(2024, 5, 3))
+    assert empty.files == [] and "seq" in empty.schema.names
+    assert read_arrow(wh, "collection_errors", "r1", run_date=dt.date(2024, 5, 3)).num_rows == 0
+    assert len(_run_dataset(table, None, None).files) == 2
+
+
 def test_a_one_row_a_night_write_that_lost_a_concurrent_commit_is_made_again(spark, tmp_path, monkeypatch):
     """runs and run_summary are not partitioned, so another run's commit made meanwhile fails a
     write with Delta's concurrent-modification error: write_run_rows writes it again (the
@@ -309,3 +331,24 @@ def test_a_large_nights_partition_is_written_in_bounded_row_groups(spark, tmp_pa
     decoded = [m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups)]
     assert sum(m.num_rows for m in metas) == 5_000 and sum(decoded) > 40 * 2**20, decoded
     assert len(decoded) >= 3 and max(decoded) < 32 * 2**20, decoded
+
+
+def test_delta_rs_is_loaded_with_an_allocator_that_returns_freed_memory(tmp_path):
+    """The first load of delta-rs in a process (through jobs.delta_io) gives its jemalloc the
+    job's options, and an operator's own _RJEM_MALLOC_CONF is kept."""
+    import os
+    import subprocess
+    import sys
+
+    from jobs.delta_io import DELTA_RS_MALLOC_CONF, DELTA_RS_MALLOC_VARIABLE
+
+    code = ("import os, sys; from jobs.delta_io import table_exists, _open_delta_rs; "
+            "assert 'deltalake' not in sys.modules; "
+            f"assert _open_delta_rs({str(tmp_path / 'none')!r}, None) is None; "
+            f"print(os.environ.get({DELTA_RS_MALLOC_VARIABLE!r}))")
+    env = {k: v for k, v in os.environ.items() if k != DELTA_RS_MALLOC_VARIABLE}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == DELTA_RS_MALLOC_CONF
+    env[DELTA_RS_MALLOC_VARIABLE] = "narenas:2"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "narenas:2"
