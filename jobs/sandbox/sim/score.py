@@ -47,25 +47,26 @@ def score(truth: Iterable[Truth], findings: Iterable[dict[str, Any]]) -> Score:
 
 def read_findings(warehouse: str | Path, run_id: str | None = None) -> list[dict[str, Any]]:
     """The findings rows of ``run_id`` (default: the latest audited run), read with delta-rs
-    from the warehouse."""
-    from deltalake import DeltaTable
-
+    from the warehouse: only the files that can hold the run's rows are opened
+    (:func:`jobs.delta_io.scan_arrow`), so scoring night k of a year does not read k nights."""
     root = str(warehouse).rstrip("/")
     if run_id is None:
-        summaries = DeltaTable(f"{root}/run_summary").to_pyarrow_table(columns=["run_id", "audited_at"]).to_pylist()
+        summaries = _rows(root, "run_summary", None, ["run_id", "audited_at"])
         if not summaries:
             return []
         run_id = max(summaries, key=lambda r: (r["audited_at"] is not None, r["audited_at"], r["run_id"]))["run_id"]
-    table = DeltaTable(f"{root}/findings").to_pyarrow_table(
-        columns=["run_id", "check_id", "severity", "server", "source", "channel", "status", "gtid_set", "remediation"])
-    return [r for r in table.to_pylist() if r["run_id"] == run_id]
+    return _rows(root, "findings", run_id,
+                 ["run_id", "check_id", "severity", "server", "source", "channel", "status", "gtid_set", "remediation"])
 
 
 def read_readiness(warehouse: str | Path, run_id: str) -> list[dict[str, Any]]:
     """The failover_readiness rows of ``run_id`` (source, candidate, channel, sibling, verdict),
     read with delta-rs from the warehouse."""
-    from deltalake import DeltaTable
+    return _rows(str(warehouse).rstrip("/"), "failover_readiness", run_id,
+                 ["run_id", "source", "candidate", "channel", "sibling", "sibling_role", "verdict"])
 
-    table = DeltaTable(f"{str(warehouse).rstrip('/')}/failover_readiness").to_pyarrow_table(
-        columns=["run_id", "source", "candidate", "channel", "sibling", "sibling_role", "verdict"])
-    return [r for r in table.to_pylist() if r["run_id"] == run_id]
+
+def _rows(warehouse: str, name: str, run_id: str | None, columns: list[str]) -> list[dict[str, Any]]:
+    from jobs.delta_io import scan_arrow
+
+    return [row for batch in scan_arrow(warehouse, name, run_id, columns=columns) for row in batch.to_pylist()]
