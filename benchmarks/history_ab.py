@@ -129,8 +129,12 @@ def _measure(kind: str, i: int, fleet: SimFleet, source: Path, ab: Path, state: 
     row["report and exit"] = wall - sum(row.get(k, 0.0) for k in ("start-up", "collect", "audit", "maintain"))
     row["driver_peak_s"] = peaks.driver_peak_s
     row["driver_peak_in"] = phase_at(row, peaks.driver_peak_s)
+    row.update(workers_rss=peaks.workers, workers_pss=peaks.workers_pss, workers_at_peak=peaks.workers_n,
+               workers_peak_in=phase_at(row, peaks.workers_peak_s))
     print(f"{kind:11s} wall {wall:6.1f} s  driver {peaks.driver / 2**20:4.0f} MB "
           f"(at {peaks.driver_peak_s:.0f} s, {row['driver_peak_in']})  "
+          f"workers {peaks.workers / 2**20:4.0f} MB RSS, {peaks.workers_pss / 2**20:4.0f} MB PSS "
+          f"({peaks.workers_n} processes, {row['workers_peak_in']})  "
           + "  ".join(f"{k} {row[k]:5.1f} s" for k in PHASES if k in row)
           + f"  recall {100 * s.recall:.0f} %  false positives {len(s.false_positives)}  load {load:.1f}",
           flush=True)
@@ -196,9 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(med) == len(kinds):
             print(f"| {key} | " + " | ".join(f"{med[k]:.1f} s" for k in kinds)
                   + f" | {med['year'] - med['fresh']:+.1f} s |")
-    med = {k: statistics.median(r["driver_rss"] for r in results[k]) / 2**20 for k in kinds}
-    print("| driver peak RSS | " + " | ".join(f"{med[k]:.0f} MB" for k in kinds)
-          + f" | {med['year'] - med['fresh']:+.0f} MB |")
+    for key, title in (("driver_rss", "driver peak RSS"), ("workers_rss", "Python workers' peak RSS, summed"),
+                       ("workers_pss", "Python workers' peak PSS, summed")):
+        med = {k: statistics.median(r[key] for r in results[k]) / 2**20 for k in kinds}
+        print(f"| {title} | " + " | ".join(f"{med[k]:.0f} MB" for k in kinds)
+              + f" | {med['year'] - med['fresh']:+.0f} MB |")
     return 0
 
 

@@ -86,7 +86,7 @@ from typing import Sequence
 
 import yaml
 
-from procs import children, rss_and_cmdline  # benchmarks/procs.py, beside this script
+from procs import children, pss, rss_and_cmdline  # benchmarks/procs.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -166,10 +166,13 @@ def _log_kind(name: str) -> str:
 
 class Peaks:
     """Peak RSS of a command's process (the driver), of its JVM child and of the JVM's Python
-    workers together, sampled every 0.2 s, and when the driver reached its peak."""
+    workers together, sampled every 0.2 s, and when the driver reached its peak. For the workers
+    also the peak of their summed PSS (:func:`procs.pss`: shared pages counted once), and how many
+    worker processes there were and when, at the peak of their summed RSS."""
 
     def __init__(self, pid: int):
         self.pid, self.driver, self.jvm, self.workers = pid, 0, 0, 0
+        self.workers_pss, self.workers_n, self.workers_peak_s = 0, 0, 0.0
         self.started = time.monotonic()
         self.driver_peak_s = 0.0   # seconds from the start to the driver's peak
         self._done = threading.Event()
@@ -181,14 +184,18 @@ class Peaks:
             rss = rss_and_cmdline(self.pid)[0]
             if rss > self.driver:
                 self.driver, self.driver_peak_s = rss, time.monotonic() - self.started
-            workers = 0
+            workers = workers_pss = workers_n = 0
             for child in children(self.pid):
                 rss, cmd = rss_and_cmdline(child)
                 if "java" in cmd.split(" ", 1)[0]:
                     self.jvm = max(self.jvm, rss)
                 elif "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
-                    workers += rss
-            self.workers = max(self.workers, workers)
+                    workers, workers_n = workers + rss, workers_n + 1
+                    workers_pss += pss(child)
+            if workers > self.workers:
+                self.workers, self.workers_n = workers, workers_n
+                self.workers_peak_s = time.monotonic() - self.started
+            self.workers_pss = max(self.workers_pss, workers_pss)
             self._done.wait(0.2)
 
     def stop(self) -> None:
@@ -623,7 +630,9 @@ def main(argv: list[str] | None = None) -> int:
         s = score(fleet.truth, read_findings(warehouse, run_id))
         sizes = _table_sizes(warehouse)
         row = {"night": night, "date": day.isoformat(), "servers": len(fleet.servers), "wall": wall,
-               "driver_rss": peaks.driver, "jvm_rss": peaks.jvm, "workers_rss": peaks.workers, "recall": s.recall,
+               "driver_rss": peaks.driver, "jvm_rss": peaks.jvm, "workers_rss": peaks.workers,
+               "workers_pss": peaks.workers_pss, "workers_at_peak": peaks.workers_n,
+               "workers_peak_s": peaks.workers_peak_s, "recall": s.recall,
                "expected": len(s.expected), "missed": sorted(map(list, s.missed)),
                "false_positives": sorted(map(list, s.false_positives)), "tables": sizes,
                "change": state["change"] if night > 1 else "",
@@ -634,7 +643,8 @@ def main(argv: list[str] | None = None) -> int:
         disk = sum(t["disk_bytes"] + t["log_bytes"] for t in sizes.values())
         files = sum(t["files"] for t in sizes.values())
         print(f"night {night:3d} {day}  servers {len(fleet.servers):,}  wall {wall:6.1f} s  driver "
-              f"{peaks.driver / 2**20:5.0f} MB  JVM {peaks.jvm / 2**20:6.0f} MB  workers {peaks.workers / 2**20:5.0f} MB  tables {total / 2**20:7.1f} MB "
+              f"{peaks.driver / 2**20:5.0f} MB  JVM {peaks.jvm / 2**20:6.0f} MB  workers {peaks.workers / 2**20:5.0f} MB "
+              f"(PSS {peaks.workers_pss / 2**20:4.0f} MB, {peaks.workers_n} at {peaks.workers_peak_s:.0f} s)  tables {total / 2**20:7.1f} MB "
               f"in {files:,} files (disk with logs {disk / 2**20:7.1f} MB)  recall {100 * s.recall:.0f} % "
               f"({len(s.expected) - len(s.missed)}/{len(s.expected)})  false positives {len(s.false_positives)}  "
               f"load {load_before:.1f}-{row['load_after']:.1f}  {row['change']}", flush=True)

@@ -5,7 +5,7 @@ import os
 import signal
 from pathlib import Path
 
-__all__ = ["children", "ignores_sigchld", "rss_and_cmdline", "thread_cpu"]
+__all__ = ["children", "ignores_sigchld", "pss", "rss_and_cmdline", "thread_cpu"]
 
 
 def children(pid: int) -> list[int]:
@@ -36,6 +36,18 @@ def rss_and_cmdline(pid: int) -> tuple[int, str]:
         return 0, ""
     kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
     return kb * 1024, cmd
+
+
+def pss(pid: int) -> int:
+    """Proportional set size of ``pid`` in bytes (``Pss:`` of ``/proc/<pid>/smaps_rollup``): each
+    page it maps counts divided by the number of processes mapping it, so the PSS of forked
+    workers adds up to the memory they really hold, where their RSS counts a page they share
+    with their daemon once per process. 0 once it has exited."""
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0) * 1024
 
 
 def thread_cpu(pid: int, prefixes: tuple[str, ...]) -> dict[int, float]:
