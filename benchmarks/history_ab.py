@@ -20,9 +20,9 @@ start-up to the first read, collection (reads and snapshot writes), the audit, t
 and the rest (the report's process and the exit). The difference of the two is the share of the
 table history alone, under the same load and the same fleet.
 
-With ``--first-fleet``, the run's first night's fleet (generated again from the run's seed, as
-nights.py made it) is measured the same way, on its second night into a one-night warehouse:
-beside "fresh", the share of a year of changes to the fleet, since night 1 itself (no previous
+With ``--first-fleet``, the run's first night's fleet (generated again from the run's seed and
+aged by its ``--fleet-age``, as nights.py made it) is measured the same way, on its second night
+into a one-night warehouse: beside "fresh", the share of a year of changes to the fleet, since night 1 itself (no previous
 run, every server probed) is not the same kind of night as any later one.
 
 Usage: python benchmarks/history_ab.py --keep /path/to/nights-run [--rounds 2] [--first-fleet]
@@ -42,7 +42,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from nights import _night_config, _run_id, age_logs, run_night  # noqa: E402 - benchmarks/nights.py
+from nights import FLEET_AGE_NIGHTS, _night_config, _run_id, age_logs, run_night  # noqa: E402 - benchmarks/nights.py
+from jobs.sandbox.sim.evolve import next_night  # noqa: E402
 from jobs.sandbox.sim import Simulator, generate  # noqa: E402
 from jobs.sandbox.sim.model import SimFleet  # noqa: E402
 from jobs.sandbox.sim.score import read_findings, score  # noqa: E402
@@ -181,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         sim.stop()
     if args.first_fleet:
         first = generate(state["servers"], seed=state["seed"])   # night 1's fleet: nights.py evolves it from night 2
+        for k in range(1, state.get("fleet_age", 0) + 1):        # after --fleet-age nights, as nights.py aged it
+            next_night(first, FLEET_AGE_NIGHTS + k)
         first.save(ab / "fleet-001.json")
         sim = Simulator(ab / "fleet-001.json", processes=state["processes"], lifetime_s=4 * 3600, workdir=ab).start()
         try:

@@ -42,6 +42,14 @@ Data files keep their times (VACUUM reads a removed file's age from the log's co
 are not aged). The dashboard queries' ``current_date`` is replaced with the simulated night's
 date.
 
+**A fleet in its steady state** (``--fleet-age K``). The generated fleet is young: each server
+has the one to three binary logs it was provisioned with, where after a week of rotations it keeps
+``binlog_keep`` of them, and a real fleet has those on the job's first night too. With
+``--fleet-age K`` the fleet changes for K nights (numbered from 1001: their new servers' names are
+their own) before night 1, and no job runs on them, so night 1 audits a fleet whose binary logs,
+faults and churn are those of any later night, and the last night is compared with a first night
+on a like fleet (issue #20's "within 10 % of night 1").
+
 **Replayed nights** (``--replay-to N``). A year of nights is about 11 hours of this machine when
 nothing else runs, longer than any one sitting here. With ``--replay-to N`` the nights from the
 second (or the next one, with ``--resume``) to N - 1 are not run: the fleet changes night by
@@ -53,7 +61,7 @@ does not reproduce: the replayed nights' findings come and go with the last real
 with the fleet's faults; the replayed nights' commits are one per table and batch, not one per
 night and step; and the Delta logs of a batch all have the age of its last night.
 
-Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--processes N] [--keep DIR]
+Usage: python benchmarks/nights.py --servers 1000 --nights 365 [--seed 1] [--fleet-age K] [--processes N] [--keep DIR]
        [--retention TABLE=DAYS ...] [--log-retention-days N] [--until HH:MM]
        [--replay-to N [--replay-batch NIGHTS]]
        python benchmarks/nights.py --keep DIR --resume [--until HH:MM]
@@ -100,6 +108,8 @@ from jobs.sandbox.sim.score import read_findings, score  # noqa: E402
 AT_DATE = ("import sys, time_machine; time_machine.travel(sys.argv[1], tick=True).start(); "
            "from jobs.cli import main; sys.exit(main(sys.argv[2:]))")
 DASHBOARDS = ROOT / "docs" / "dashboards.md"
+#: ``--fleet-age``'s nights are numbered from here (next_night seeds and names by the night's number)
+FLEET_AGE_NIGHTS = 1000
 
 
 def _dashboard_queries() -> dict[str, str]:
@@ -487,6 +497,10 @@ def main(argv: list[str] | None = None) -> int:
                         "changes as on any night and the tables get copies of the last night that ran, with the "
                         "job's maintenance on them (replay_main); nights from NIGHT on run. A year's tables for "
                         "the hours of a few nights")
+    p.add_argument("--fleet-age", type=int, default=0, metavar="NIGHTS",
+                   help="change the generated fleet for this many nights before night 1, with no job run: night 1 "
+                        "then audits a fleet in its steady state (every server at its binlog_keep binary logs, "
+                        "faults come and gone), as a real fleet is on the job's first night")
     p.add_argument("--replay-batch", type=int, default=None, metavar="NIGHTS",
                    help="replayed nights written per commit and maintained together (default 7)")
     args = p.parse_args(argv)
@@ -501,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--log-retention-days must be at least 1, not {args.log_retention_days!r}")
     if args.nights < 1:
         p.error(f"--nights must be at least 1, not {args.nights!r}")
+    if args.fleet_age < 0:
+        p.error(f"--fleet-age must be 0 or more, not {args.fleet_age!r}")
     if args.replay_batch is not None and args.replay_batch < 1:
         p.error(f"--replay-batch must be at least 1, not {args.replay_batch!r}")
     retention = {}
@@ -520,7 +536,8 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--resume continues the run kept in --keep DIR (its state.json); give that directory")
         state = json.loads(state_path.read_text())
         (work / "STOP").unlink(missing_ok=True)   # asked to go on
-        for key in ("servers", "nights", "seed", "processes", "retention", "log_retention_days"):
+        state.setdefault("fleet_age", 0)   # a run kept before --fleet-age existed
+        for key in ("servers", "nights", "seed", "processes", "retention", "log_retention_days", "fleet_age"):
             setattr(args, key, state[key])   # the run's own settings, whatever this command line says
         retention = state["retention"]
         fleet = SimFleet.load(work / state["fleet_file"])
@@ -542,12 +559,15 @@ def main(argv: list[str] | None = None) -> int:
         if state_path.exists():
             p.error(f"{work} holds a run (state.json): continue it with --resume, or give another --keep")
         fleet = generate(args.servers, seed=args.seed)
+        for k in range(1, args.fleet_age + 1):   # night numbers of their own: their new servers' names are too
+            next_night(fleet, FLEET_AGE_NIGHTS + k)
         today = dt.datetime.now(dt.timezone.utc).date()
         first_day = today - dt.timedelta(days=args.nights - 1)
         rows, queries = [], {}
         shutil.rmtree(night1_copy, ignore_errors=True)
         args.processes = args.processes or max(1, -(-args.servers // 2500))
         state = {"servers": args.servers, "nights": args.nights, "seed": args.seed, "processes": args.processes,
+                 "fleet_age": args.fleet_age,
                  "retention": retention, "log_retention_days": args.log_retention_days,
                  "first_day": first_day.isoformat(), "night_done": 0, "fleet_night": 0,
                  "fleet_file": "fleet-000.json", "change": "", "saved_at": time.time(),
@@ -559,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"servers {args.servers}  nights {args.nights} ({first_day} to "
           f"{first_day + dt.timedelta(days=args.nights - 1)})  seed {args.seed}  "
           f"simulator processes {processes}  work {work}"
+          f"{f'  fleet aged {args.fleet_age} nights' if args.fleet_age else ''}"
           f"{'  retention ' + json.dumps(retention) if retention else ''}"
           f"{f'  log retention {args.log_retention_days} days' if args.log_retention_days else ''}"
           f"{f'  until {until:%Y-%m-%d %H:%M} UTC' if until else ''}", flush=True)
