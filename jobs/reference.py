@@ -2,15 +2,18 @@
 
 Two blocks of README.md are written by this module and checked by ``tests/cli/test_readme.py``:
 the checks (from ``gtid_core.CHECKS`` and the audit job's own checks) and the Delta tables (from
-``schemas``). After changing a check or a schema run ``python -m jobs.reference`` to refresh them.
+``schemas``). After changing a check or a schema run ``python -m jobs.reference`` to refresh them
+(``--check``: only say whether they are current; exit 1 when not, the file untouched).
 """
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
+from typing import Sequence
 
-__all__ = ["checks_markdown", "tables_markdown", "refresh", "BLOCKS"]
+__all__ = ["checks_markdown", "tables_markdown", "refresh", "BLOCKS", "main"]
 
 
 def _cell(text: str | None) -> str:
@@ -70,7 +73,29 @@ def refresh(text: str) -> str:
     return text
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """Refresh the generated blocks of the README (or, with ``--check``, only tell whether they
+    are current: exit 1 when not). The file is written only when a block changed."""
+    p = argparse.ArgumentParser(prog="python -m jobs.reference", description=__doc__.split("\n\n")[0])
+    p.add_argument("readme", nargs="?", type=Path, default=Path("README.md"), help="the README (default: README.md)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a block is stale")
+    args = p.parse_args(argv)
+    try:
+        text = args.readme.read_text(encoding="utf-8")
+        fresh = refresh(text)
+    except (OSError, ValueError) as exc:
+        print(f"{args.readme}: {exc}", file=sys.stderr)
+        return 2
+    if fresh == text:
+        print(f"{', '.join(BLOCKS)} in {args.readme}: current")
+        return 0
+    if args.check:
+        print(f"{', '.join(BLOCKS)} in {args.readme}: stale (run `python -m jobs.reference`)", file=sys.stderr)
+        return 1
+    args.readme.write_text(fresh, encoding="utf-8")
+    print(f"refreshed {', '.join(BLOCKS)} in {args.readme}")
+    return 0
+
+
 if __name__ == "__main__":
-    readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    readme.write_text(refresh(readme.read_text(encoding="utf-8")), encoding="utf-8")
-    print(f"refreshed {', '.join(BLOCKS)} in {readme}")
+    sys.exit(main())

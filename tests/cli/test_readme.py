@@ -5,7 +5,7 @@ from pathlib import Path
 import yaml
 
 from jobs.config import parse_config
-from jobs.reference import refresh
+from jobs.reference import main as reference_main, refresh
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -28,6 +28,31 @@ def test_ci_runs_the_readme_test_command():
 def test_generated_reference_blocks_are_current():
     """The checks and tables sections equal what `python -m jobs.reference` generates now."""
     assert refresh(README) == README, "README is stale: run `python -m jobs.reference`"
+
+
+def test_reference_command_refreshes_checks_and_leaves_help_alone(tmp_path, capsys):
+    """`python -m jobs.reference --help` prints its usage and writes nothing; `--check` tells a
+    stale copy (exit 1, untouched) from a current one (exit 0); without it the stale copy is
+    rewritten to the current blocks."""
+    import pytest
+
+    stale = tmp_path / "README.md"
+    # a generated block's body replaced: the copy no longer says what the code does
+    stale_text = re.sub(r"(<!-- BEGIN checks[^>]*-->\n).*?(<!-- END checks -->)", r"\1(nothing)\n\2", README,
+                        count=1, flags=re.S)
+    assert stale_text != README
+    stale.write_text(stale_text, encoding="utf-8")
+    with pytest.raises(SystemExit) as help_exit:
+        reference_main(["--help", str(stale)])
+    assert help_exit.value.code == 0 and "--check" in capsys.readouterr().out
+    assert stale.read_text(encoding="utf-8") == stale_text
+    assert reference_main(["--check", str(stale)]) == 1
+    assert stale.read_text(encoding="utf-8") == stale_text
+    assert reference_main([str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == README
+    assert reference_main(["--check", str(stale)]) == 0
+    assert reference_main([str(tmp_path / "missing.md")]) == 2
+    assert "missing.md" in capsys.readouterr().err
 
 
 def test_readme_configuration_example_is_valid():
