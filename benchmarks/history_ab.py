@@ -22,8 +22,9 @@ table history alone, under the same load and the same fleet.
 
 With ``--first-fleet``, the run's first night's fleet (generated again from the run's seed and
 aged by its ``--fleet-age``, as nights.py made it) is measured the same way, on its second night
-into a one-night warehouse: beside "fresh", the share of a year of changes to the fleet, since night 1 itself (no previous
-run, every server probed) is not the same kind of night as any later one.
+into a one-night warehouse: beside "fresh", the share of a year of changes to the fleet, since
+night 1 itself (no previous run, every server probed) is not the same kind of night as any later
+one.
 
 Usage: python benchmarks/history_ab.py --keep /path/to/nights-run [--rounds 2] [--first-fleet]
 The figures are recorded in docs/benchmarks.md.
@@ -153,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", type=Path, required=True, help="the work directory of a nights.py run")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--first-fleet", action="store_true",
-                   help="also the run's first night's fleet (generated again from its seed), on its second "
+                   help="also the run's first night's fleet (generated again from its seed and aged by its "
+                        "--fleet-age), on its second "
                         "night into a one-night warehouse: the fleet's share, beside the tables'")
     args = p.parse_args(argv)
     work = args.keep

@@ -517,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--nights must be at least 1, not {args.nights!r}")
     if args.fleet_age < 0:
         p.error(f"--fleet-age must be 0 or more, not {args.fleet_age!r}")
+    if args.fleet_age and args.nights >= FLEET_AGE_NIGHTS:   # their numbers, and so their servers' names, would meet
+        p.error(f"--fleet-age needs --nights below {FLEET_AGE_NIGHTS}, not {args.nights!r}")
     if args.replay_batch is not None and args.replay_batch < 1:
         p.error(f"--replay-batch must be at least 1, not {args.replay_batch!r}")
     retention = {}

@@ -13,7 +13,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["checks_markdown", "tables_markdown", "refresh", "BLOCKS", "main"]
+__all__ = ["checks_markdown", "tables_markdown", "refresh", "BLOCKS", "MissingBlockError", "main"]
+
+
+class MissingBlockError(ValueError):
+    """The README lacks a generated block's BEGIN/END markers."""
 
 
 def _cell(text: str | None) -> str:
@@ -67,7 +71,7 @@ def refresh(text: str) -> str:
     for name, generate in BLOCKS.items():
         pattern = _pattern(name)
         if not pattern.search(text):
-            raise ValueError(f"README has no '<!-- BEGIN {name} ... -->' / '<!-- END {name} -->' block")
+            raise MissingBlockError(f"README has no '<!-- BEGIN {name} ... -->' / '<!-- END {name} -->' block")
         body = generate()
         text = pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(3), text)
     return text
@@ -83,16 +87,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         text = args.readme.read_text(encoding="utf-8")
         fresh = refresh(text)
-    except (OSError, ValueError) as exc:
+        if fresh == text:
+            print(f"{', '.join(BLOCKS)} in {args.readme}: current")
+            return 0
+        if args.check:
+            print(f"{', '.join(BLOCKS)} in {args.readme}: stale (run `python -m jobs.reference`)", file=sys.stderr)
+            return 1
+        args.readme.write_text(fresh, encoding="utf-8")
+    except (OSError, MissingBlockError) as exc:
         print(f"{args.readme}: {exc}", file=sys.stderr)
         return 2
-    if fresh == text:
-        print(f"{', '.join(BLOCKS)} in {args.readme}: current")
-        return 0
-    if args.check:
-        print(f"{', '.join(BLOCKS)} in {args.readme}: stale (run `python -m jobs.reference`)", file=sys.stderr)
-        return 1
-    args.readme.write_text(fresh, encoding="utf-8")
     print(f"refreshed {', '.join(BLOCKS)} in {args.readme}")
     return 0
 

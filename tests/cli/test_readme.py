@@ -2,6 +2,7 @@
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from jobs.config import parse_config
@@ -34,8 +35,6 @@ def test_reference_command_refreshes_checks_and_leaves_help_alone(tmp_path, caps
     """`python -m jobs.reference --help` prints its usage and writes nothing; `--check` tells a
     stale copy (exit 1, untouched) from a current one (exit 0); without it the stale copy is
     rewritten to the current blocks."""
-    import pytest
-
     stale = tmp_path / "README.md"
     # a generated block's body replaced: the copy no longer says what the code does
     stale_text = re.sub(r"(<!-- BEGIN checks[^>]*-->\n).*?(<!-- END checks -->)", r"\1(nothing)\n\2", README,
@@ -53,6 +52,10 @@ def test_reference_command_refreshes_checks_and_leaves_help_alone(tmp_path, caps
     assert reference_main(["--check", str(stale)]) == 0
     assert reference_main([str(tmp_path / "missing.md")]) == 2
     assert "missing.md" in capsys.readouterr().err
+    bare = tmp_path / "BARE.md"
+    bare.write_text("# no generated blocks\n", encoding="utf-8")
+    assert reference_main([str(bare)]) == 2 and "BEGIN checks" in capsys.readouterr().err
+    assert bare.read_text(encoding="utf-8") == "# no generated blocks\n"
 
 
 def test_readme_configuration_example_is_valid():
