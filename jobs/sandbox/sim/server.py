@@ -599,9 +599,15 @@ class _HandshakeStream:
         socket. A client that reuses its ``SSLContext`` (the collector, issue #21) sends the hello
         at once, and the stream's reader may hold it already: asyncio's ``start_tls`` reads only
         the socket, so the handshake would hang. The bytes go to the TLS protocol after its
-        ``connection_made`` and before any new data from the socket."""
+        ``connection_made`` and before any new data from the socket.
+
+        Reading stops before the buffer is taken: a read the loop has already queued, or its next
+        poll, would otherwise hand the rest of a hello to the stream's reader after its buffer was
+        taken, and that part would be lost (``pause_reading`` cancels the queued read). The rest
+        stays in the socket until ``loop.start_tls`` resumes reading, after the early bytes."""
         self.ssl_request = True
         reader = self.inner.reader
+        self.inner.writer.transport.pause_reading()
         early = bytes(reader._buffer)  # asyncio.StreamReader's buffer; no public way to take it
         reader._buffer.clear()
         upgrade = asyncio.ensure_future(self.inner.start_tls(context))
