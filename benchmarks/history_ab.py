@@ -43,9 +43,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from nights import FLEET_AGE_NIGHTS, _night_config, _run_id, age_logs, run_night  # noqa: E402 - benchmarks/nights.py
-from jobs.sandbox.sim.evolve import next_night  # noqa: E402
-from jobs.sandbox.sim import Simulator, generate  # noqa: E402
+from nights import _night_config, _run_id, age_logs, first_fleet, run_night  # noqa: E402 - benchmarks/nights.py
+from jobs.sandbox.sim import Simulator  # noqa: E402
 from jobs.sandbox.sim.model import SimFleet  # noqa: E402
 from jobs.sandbox.sim.score import read_findings, score  # noqa: E402
 
@@ -183,9 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         sim.stop()
     if args.first_fleet:
-        first = generate(state["servers"], seed=state["seed"])   # night 1's fleet: nights.py evolves it from night 2
-        for k in range(1, state.get("fleet_age", 0) + 1):        # after --fleet-age nights, as nights.py aged it
-            next_night(first, FLEET_AGE_NIGHTS + k)
+        first = first_fleet(state["servers"], state["seed"], state.get("fleet_age", 0))  # as nights.py made it
         first.save(ab / "fleet-001.json")
         sim = Simulator(ab / "fleet-001.json", processes=state["processes"], lifetime_s=4 * 3600, workdir=ab).start()
         try:

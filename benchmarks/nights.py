@@ -112,6 +112,16 @@ DASHBOARDS = ROOT / "docs" / "dashboards.md"
 FLEET_AGE_NIGHTS = 1000
 
 
+def first_fleet(servers: int, seed: int, fleet_age: int):
+    """Night 1's fleet: ``servers`` generated with ``seed``, then changed by ``fleet_age`` nights
+    that no job audits. They are numbered from ``FLEET_AGE_NIGHTS`` + 1, so the servers they add
+    have names of their own."""
+    fleet = generate(servers, seed=seed)
+    for k in range(1, fleet_age + 1):
+        next_night(fleet, FLEET_AGE_NIGHTS + k)
+    return fleet
+
+
 def _dashboard_queries() -> dict[str, str]:
     """Each ```sql block under a '## ' heading of docs/dashboards.md, the table set-up excluded."""
     out: dict[str, str] = {}
@@ -560,9 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if state_path.exists():
             p.error(f"{work} holds a run (state.json): continue it with --resume, or give another --keep")
-        fleet = generate(args.servers, seed=args.seed)
-        for k in range(1, args.fleet_age + 1):   # night numbers of their own: their new servers' names are too
-            next_night(fleet, FLEET_AGE_NIGHTS + k)
+        fleet = first_fleet(args.servers, args.seed, args.fleet_age)
         today = dt.datetime.now(dt.timezone.utc).date()
         first_day = today - dt.timedelta(days=args.nights - 1)
         rows, queries = [], {}
