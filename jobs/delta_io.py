@@ -32,6 +32,7 @@ import re
 import sys
 from typing import Any, Iterable, Mapping, Sequence
 
+from jobs.logs import error_line
 from schemas import SCHEMA_VERSION_PROPERTY, TableSchema, get_table
 from schemas.base import Column, SchemaError
 
@@ -411,7 +412,7 @@ def write_run_rows(spark, schema: TableSchema | str, rows: Iterable[Mapping[str,
                             wait=wait_random_exponential(multiplier=0.5, max=10), reraise=True,
                             before_sleep=lambda state: log.warning(
                                 "%s: %s; writing run %s again", _schema(schema).name,
-                                str(state.outcome.exception()).splitlines()[0], run_id)):
+                                error_line(state.outcome.exception()), run_id)):
         with attempt:
             write_run_frame(spark, schema, frame, warehouse=warehouse, run_id=run_id, run_date=run_date)
     return len(rows)

@@ -10,9 +10,25 @@ import logging
 import sys
 import time
 
-__all__ = ["configure_logging", "JsonFormatter"]
+__all__ = ["configure_logging", "JsonFormatter", "error_line"]
 
 _STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
+
+
+#: Py4J's first line of an exception from the JVM names the call ("An error occurred while calling
+#: o58.sql."), not the failure; the Java exception follows it on the next line, after ": ".
+_PY4J_CALL_LINE = "An error occurred while calling "
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """The one line a log message or a result row says about ``exc``: its first line of text, and
+    for an error from the JVM (Py4J's ``Py4JJavaError``) the Java exception's class and message
+    instead of Py4J's line about the call; the exception's type when it has no text."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if line and not line.startswith(_PY4J_CALL_LINE):
+            return line.removeprefix(": ")[:limit]
+    return type(exc).__name__
 
 
 class JsonFormatter(logging.Formatter):

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from jobs.config import ConfigError, GtidAuditConfig, MaintenanceSettings, load_config
+from jobs.logs import error_line
 
 __all__ = ["MaintenanceError", "TableMaintenance", "StagingCleanup", "maintain_tables", "register"]
 
@@ -167,7 +168,7 @@ def _vacuum(spark, table, uri: str) -> None:
     try:
         spark.sql(f"VACUUM delta.`{uri}` LITE")
     except Exception as exc:  # noqa: BLE001 - Py4J/Analysis errors of any kind: fall back
-        log.info("VACUUM LITE of %s not possible (%s): full VACUUM", uri, str(exc).splitlines()[0][:200])
+        log.info("VACUUM LITE of %s not possible (%s): full VACUUM", uri, error_line(exc))
         table.vacuum()
 
 
@@ -330,8 +331,7 @@ def _compaction_filter(spark, uri: str, schema, since: dt.date) -> str | None:
             if file_system.getFileStatus(path).getLen() < min_size:
                 small[day] += 1
     except Exception as exc:  # noqa: BLE001 - a store refusing the lookup: compact as before; VACUUM is decided as usual
-        log.warning("sizing the files of %s failed (%s): compacting the whole window", uri,
-                    (str(exc).splitlines() or [type(exc).__name__])[0][:200])
+        log.warning("sizing the files of %s failed (%s): compacting the whole window", uri, error_line(exc))
         return since_clause if partitioned else ""
     due = sorted(day for day, n in small.items() if n >= 2)
     if not due:
@@ -412,8 +412,8 @@ def clean_staging(spark, warehouse: str, settings: MaintenanceSettings) -> Stagi
         out.removed = remove_stale(spark, warehouse, older_than_hours=settings.staging_max_age_hours,
                                    now_ms=int(time.time() * 1000))
     except Exception as exc:  # noqa: BLE001 - Py4J/file-system errors of any kind: reported, not fatal
-        log.error("removing stale staging failed: %s", exc)
-        out.error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        log.error("removing stale staging failed: %s", error_line(exc), exc_info=True)
+        out.error = f"{type(exc).__name__}: {error_line(exc)}"
     return out
 
 
@@ -440,8 +440,8 @@ def maintain_tables(spark, config: GtidAuditConfig, *, on: dt.date | None = None
         try:
             result = maintain_table(spark, warehouse, name, settings, on=on)
         except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
-            log.error("maintenance of %s failed: %s", name, exc)
-            result = TableMaintenance(table=name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+            log.error("maintenance of %s failed: %s", name, error_line(exc), exc_info=True)
+            result = TableMaintenance(table=name, error=f"{type(exc).__name__}: {error_line(exc)}")
         say(result.line())
         return result
 

@@ -545,3 +545,20 @@ def test_a_tables_line_names_its_phases_and_counts_files_in_english():
     assert one.line() == "runs: kept, compacted 1 file, vacuumed 2 files (3.2s, optimize 1.0s, vacuum 2.0s)"
     none = TableMaintenance(table="findings", seconds=0.5)
     assert none.line() == "findings: kept, compacted 0 files, vacuumed 0 files (0.5s)"
+
+
+def test_an_error_from_the_jvm_is_named_by_its_java_exception_not_by_py4j_s_call(spark):
+    """What maintenance logs and records about a failure (``jobs.logs.error_line``): Py4J's first
+    line ("An error occurred while calling o58.sql.") says which call failed, not why; the Java
+    exception's class and message do."""
+    from py4j.protocol import Py4JJavaError
+
+    from jobs.logs import error_line
+
+    with pytest.raises(Py4JJavaError) as caught:   # an exception PySpark does not convert
+        spark.sparkContext._jvm.java.util.Objects.requireNonNull(None, "no value here")
+    assert str(caught.value).startswith("An error occurred while calling")
+    assert error_line(caught.value) == "java.lang.NullPointerException: no value here"
+    assert error_line(ValueError("first line\nsecond line")) == "first line"
+    assert error_line(RuntimeError()) == "RuntimeError"
+    assert len(error_line(ValueError("x" * 1000))) == 300
