@@ -4,6 +4,7 @@ run's rows are replaced inside its own run_date partition."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 import time
@@ -562,3 +563,74 @@ def test_an_error_from_the_jvm_is_named_by_its_java_exception_not_by_py4j_s_call
     assert error_line(ValueError("first line\nsecond line")) == "first line"
     assert error_line(RuntimeError()) == "RuntimeError"
     assert len(error_line(ValueError("x" * 1000))) == 300
+
+
+def _lite_refused(spark, uri) -> bool:
+    try:
+        spark.sql(f"VACUUM delta.`{uri}` LITE")
+    except Exception as exc:  # noqa: BLE001 - Py4J or converted: the message says which
+        assert "DELTA_CANNOT_VACUUM_LITE" in str(exc), exc
+        return True
+    return False
+
+
+def test_a_table_refused_lite_once_gets_its_watermark_back_from_the_full_vacuum(spark, tmp_path, monkeypatch, caplog):
+    """Delta's full VACUUM records no LITE watermark (``_last_vacuum_info`` is ``{}``), so a table
+    whose log no longer starts at version 0 is refused LITE for ever after. The job's fallback
+    records the watermark a LITE would have, and the table's next VACUUM is LITE again, deleting
+    what the nights since removed."""
+    import logging
+
+    import jobs.maintain
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
+    wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
+    uri = str(table_dir)
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")
+    spark.sql(f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1', "
+              "'delta.deletedFileRetentionDuration' = 'interval 0 hours')")
+    # the rerun removes the first file and, with that interval, writes a checkpoint; then the
+    # log's cleanup, as after delta.logRetentionDuration: version 0 gone
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")
+    assert list((table_dir / "_delta_log").glob("*.checkpoint.parquet"))
+    for name in ("00000000000000000000.json", "00000000000000000000.crc"):
+        (table_dir / "_delta_log" / name).unlink(missing_ok=True)
+    time.sleep(1)
+    table = SparkDeltaTable.forPath(spark, uri)
+    nightly = config(tmp_path, deleted_file_retention_hours=0, vacuum_every_days=1, optimize=False)
+
+    def maintain():
+        [result] = maintain_tables(spark, nightly, on=ON, tables=["relay_log_tail"])
+        assert result.error is None, result.line()
+        return result
+
+    assert _lite_refused(spark, uri)   # no watermark and no version 0: Delta refuses LITE
+    with jobs.maintain._session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism", "2"):
+        table.vacuum(0)                # Delta's own full VACUUM
+    info = table_dir / "_delta_log" / "_last_vacuum_info"
+    assert json.loads(info.read_text()) == {}    # ... records no watermark
+    assert _lite_refused(spark, uri)   # so it stays refused
+
+    for _ in range(2):   # another rerun: a file to delete
+        write_run_rows(spark, "relay_log_tail", relay_rows("r-b", ON), warehouse=wh, run_id="r-b")
+    time.sleep(1)
+    with caplog.at_level(logging.INFO, logger="gtid_audit.maintain"):
+        assert maintain().files_vacuumed == 1
+    assert "DELTA_CANNOT_VACUUM_LITE" in caplog.text and "LITE watermark recorded" in caplog.text
+    newest = table.history(1).collect()[0]["version"]
+    watermark = json.loads(info.read_text())["latestCommitVersionOutsideOfRetentionWindow"]
+    assert 0 < watermark <= newest
+
+    live = {a["path"] for a in add_actions(table_dir)}
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-c", ON), warehouse=wh, run_id="r-c")
+    replaced = {a["path"] for a in add_actions(table_dir)} - live
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-c", ON), warehouse=wh, run_id="r-c")   # its rerun
+    time.sleep(1)   # and LITE now runs, and deletes the file the rerun replaced
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="gtid_audit.maintain"):
+        assert maintain().files_vacuumed == 1
+    assert "not possible" not in caplog.text, caplog.text
+    assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
+    assert len(replaced) == 1 and not replaced & parquet_on_disk(table_dir)
+    assert read_arrow(wh, "relay_log_tail").num_rows == 9
