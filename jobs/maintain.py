@@ -174,8 +174,9 @@ def _vacuum(spark, table, uri: str, retention_hours: int) -> None:
     ``getFilesFromDeltaLog`` refuses LITE (``DELTA_CANNOT_VACUUM_LITE``) when the log no longer
     starts at version 0 and there is no watermark inside it (delta-io/delta,
     spark/src/main/scala/org/apache/spark/sql/delta/commands/VacuumCommand.scala, Delta 4.x).
-    Without it, a table refused once (its log cleaned up before its first LITE) would list its
-    whole directory on every VACUUM night for ever: 5-22 s a table at 1,000 servers."""
+    Without it, a table refused once (its log cleaned up before its first LITE) would list every
+    partition directory on every VACUUM night for ever (docs/benchmarks.md, "LITE VACUUM kept
+    after a full one")."""
     try:
         spark.sql(f"VACUUM delta.`{uri}` LITE")
         return
