@@ -1285,7 +1285,7 @@ def register(subparsers) -> None:
     p.add_argument("--config", required=True, help="configuration file (YAML)")
     p.add_argument("--run-id", default=None, help="an audited run (default: the newest)")
     p.add_argument("--severity", choices=["info", "warning", "critical"], default=None,
-                   help="minimum severity to show")
+                   help="minimum severity to show (default: every severity)")
     p.add_argument("--cluster", default=None,
                    help="only this cluster: its servers' findings, and those of pairs whose source is in it")
     p.add_argument("--check", default=None, help="only this check id")

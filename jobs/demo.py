@@ -114,8 +114,8 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
                            f"{command} findings --config {config} --check {f['check_id']} --format json)")
         out.append("")
     if infos:
-        out.append(f"(+{infos} info finding(s), listed with the others by: {command} findings --config {config} "
-                   "--severity info)")
+        out.append(f"(+{infos} info finding(s), not shown here: {command} findings --config {config} lists "
+                   "them with the others)")
     return "\n".join(out)
 
 

@@ -86,7 +86,8 @@ class TableMaintenance:
             return f"{self.table}: no table"
         if self.error:
             return f"{self.table}: FAILED {self.error}"
-        kept = f"deleted {self.rows_deleted} rows before {self.deleted_before}" if self.deleted_before else "kept"
+        kept = (f"deleted {self.rows_deleted} rows before {self.deleted_before}" if self.deleted_before
+                else "no rows deleted")
         phases = "".join(f", {phase} {seconds:.1f}s" for phase, seconds in self.phase_seconds.items())
         return (f"{self.table}: {kept}, compacted {_files(self.files_compacted)}, "
                 f"vacuumed {_files(self.files_vacuumed)} ({self.seconds:.1f}s{phases})")

@@ -102,17 +102,17 @@ def test_demo_report_hints_are_commands_that_run():
              "channel": None, "gtid_count": None}]
     text = render_report(rows, config="conf/sandbox.yaml", command="gtid-audit")
     more = "gtid-audit findings --config conf/sandbox.yaml --check errant_transactions --format json"
-    infos = "gtid-audit findings --config conf/sandbox.yaml --severity info"
+    infos = "gtid-audit findings --config conf/sandbox.yaml"
     assert f"(3 more line(s): {more})" in text
-    assert f"(+1 info finding(s), listed with the others by: {infos})" in text
+    assert f"(+1 info finding(s), not shown here: {infos} lists them with the others)" in text
     parser = build_parser()
     for hint in (more, infos):   # both parse as the command line they show
         args = parser.parse_args(shlex.split(hint)[1:])
         assert args.func.__name__ == "cmd_findings" and args.config == "conf/sandbox.yaml"
     # a path with a space stays one argument for a shell
     spaced = render_report(rows, config="my conf/sandbox.yaml", command="my venv/bin/gtid-audit")
-    (hint,) = [line for line in spaced.splitlines() if "--severity info" in line]
-    argv = shlex.split(hint.split("listed with the others by: ", 1)[1].rstrip(")"))
+    (hint,) = [line for line in spaced.splitlines() if "not shown here: " in line]
+    argv = shlex.split(hint.split("not shown here: ", 1)[1].rsplit(" lists them", 1)[0])
     assert argv[0] == "my venv/bin/gtid-audit"
     assert parser.parse_args(argv[1:]).config == "my conf/sandbox.yaml"
 

@@ -543,9 +543,9 @@ def test_a_tables_line_names_its_phases_and_counts_files_in_english():
 
     one = TableMaintenance(table="runs", files_compacted=1, files_vacuumed=2, seconds=3.25,
                            phase_seconds={"optimize": 1.04, "vacuum": 2.0})
-    assert one.line() == "runs: kept, compacted 1 file, vacuumed 2 files (3.2s, optimize 1.0s, vacuum 2.0s)"
+    assert one.line() == "runs: no rows deleted, compacted 1 file, vacuumed 2 files (3.2s, optimize 1.0s, vacuum 2.0s)"
     none = TableMaintenance(table="findings", seconds=0.5)
-    assert none.line() == "findings: kept, compacted 0 files, vacuumed 0 files (0.5s)"
+    assert none.line() == "findings: no rows deleted, compacted 0 files, vacuumed 0 files (0.5s)"
 
 
 def test_an_error_from_the_jvm_is_named_by_its_java_exception_not_by_py4j_s_call(spark):
