@@ -23,8 +23,13 @@ _PY4J_CALL_LINE = "An error occurred while calling "
 def error_line(exc: BaseException, limit: int = 300) -> str:
     """The one line a log message or a result row says about ``exc``: its first line of text, and
     for an error from the JVM (Py4J's ``Py4JJavaError``) the Java exception's class and message
-    instead of Py4J's line about the call; the exception's type when it has no text."""
-    for line in str(exc).splitlines():
+    instead of Py4J's line about the call; the exception's type when it has no text, or when its
+    text cannot be had (a Py4J error asks the JVM for it, which may be gone)."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a helper for error paths must not raise
+        return type(exc).__name__
+    for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith(_PY4J_CALL_LINE):
             return line.removeprefix(": ")[:limit]

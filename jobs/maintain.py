@@ -163,30 +163,51 @@ def _session_conf(spark, key: str, value: str):
             spark.conf.set(key, old)
 
 
-def _vacuum(spark, table, uri: str, retention_hours: int) -> None:
+def _vacuum(spark, table, uri: str) -> None:
     """VACUUM LITE (the files the log says were removed, no directory listing) with the table's
     delta.deletedFileRetentionDuration; a full VACUUM when the log no longer covers the files
     to delete (Delta refuses LITE then) or this Delta has no LITE.
 
     After a full VACUUM that stood in for a refused LITE, the table's LITE watermark is recorded
-    as a LITE would have recorded it (:func:`_record_lite_watermark`). Delta's full VACUUM records
-    none: ``VacuumCommand.gc`` computes ``latestCommitVersionOutsideOfRetentionWindow`` for LITE
-    only and persists ``LastVacuumInfo`` unconditionally, so a full run writes ``{}``; and
-    ``getFilesFromDeltaLog`` refuses LITE (``DELTA_CANNOT_VACUUM_LITE``) when the log no longer
-    starts at version 0 and there is no watermark inside it (delta-io/delta,
-    spark/src/main/scala/org/apache/spark/sql/delta/commands/VacuumCommand.scala, Delta 4.x).
-    Without it, a table refused once (its log cleaned up before its first LITE) would list every
-    partition directory on every VACUUM night for ever (docs/benchmarks.md, "LITE VACUUM kept
-    after a full one")."""
+    as a LITE would have recorded it (:func:`_lite_watermark`, :func:`_record_lite_watermark`).
+    Delta's full VACUUM records none: ``VacuumCommand.gc`` computes
+    ``latestCommitVersionOutsideOfRetentionWindow`` for LITE only and persists ``LastVacuumInfo``
+    unconditionally, so a full run writes ``{}``; and ``getFilesFromDeltaLog`` refuses LITE
+    (``DELTA_CANNOT_VACUUM_LITE``) when the log no longer starts at version 0 and holds no
+    watermark (delta-io/delta, spark/src/main/scala/org/apache/spark/sql/delta/commands/
+    VacuumCommand.scala, 4.x). Without it, a table refused once (its log cleaned up before its
+    first LITE) lists every partition directory on every VACUUM night for ever. This is
+    delta-io/delta issue #4162, open, with a fix proposed inside Delta (pull request #5596); once
+    Delta records the watermark itself, this becomes redundant (it writes a value no higher than
+    Delta's, which is harmless) and can go."""
     try:
         spark.sql(f"VACUUM delta.`{uri}` LITE")
         return
     except Exception as exc:  # noqa: BLE001 - Py4J/Analysis errors of any kind: fall back
         reason = error_line(exc)
         log.info("VACUUM LITE of %s not possible (%s): full VACUUM", uri, reason)
-    # taken before the full VACUUM, so that it never claims more than that VACUUM deleted
-    watermark = _lite_watermark(spark, table, retention_hours) if _LITE_REFUSED in reason else None
+    if _LITE_REFUSED not in reason:   # not the log's refusal (no LITE here, another error)
+        table.vacuum()
+        return
+    recorded = _read_lite_watermark(spark, uri)
+    # before the full VACUUM starts: its own horizon is measured from a later instant
+    before_version = table.history(1).select("version").collect()[0]["version"]
+    before_ms = spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
     table.vacuum()
+    try:
+        history = (table.history().selectExpr("version", "unix_millis(timestamp) AS ms", "operation",
+                                              "operationParameters").collect())
+        watermark = _lite_watermark(history, before_version, before_ms)
+    except Exception as exc:  # noqa: BLE001 - the history unreadable now: the next VACUUM is full again
+        log.warning("reading the history of %s after its full VACUUM failed (%s): no LITE watermark recorded",
+                    uri, error_line(exc))
+        return
+    earliest = min((r["version"] for r in history), default=None)
+    if recorded is not None and earliest is not None and recorded >= earliest:
+        log.warning("VACUUM LITE of %s was refused although its log holds the watermark recorded in %s "
+                    "(version %d, the log starts at %d): this Delta does not read it, so the table's VACUUMs "
+                    "stay full and no watermark is recorded", uri, _LAST_VACUUM_INFO, recorded, earliest)
+        return
     if watermark is not None:
         _record_lite_watermark(spark, uri, watermark)
 
@@ -194,28 +215,59 @@ def _vacuum(spark, table, uri: str, retention_hours: int) -> None:
 #: Delta's error class when the log cannot tell LITE what to delete (VacuumCommand.scala).
 _LITE_REFUSED = "DELTA_CANNOT_VACUUM_LITE"
 #: Where Delta keeps the last VACUUM's watermark, and the one field LITE reads from it
-#: (``LastVacuumInfo``, written with a trailing newline by Delta's LogStore).
+#: (``LastVacuumInfo``, one JSON line written by Delta's LogStore).
 _LAST_VACUUM_INFO = "_delta_log/_last_vacuum_info"
 _WATERMARK_FIELD = "latestCommitVersionOutsideOfRetentionWindow"
 
 
-def _lite_watermark(spark, table, retention_hours: int) -> int | None:
-    """The newest commit whose timestamp is past the retention window (and the hour's allowance)
-    now: what LITE records as ``latestCommitVersionOutsideOfRetentionWindow`` (Delta's
-    ``getActiveCommitAtTime`` at its deletion horizon), or None when no commit is that old.
+def _lite_watermark(history, before_version: int, before_ms: int) -> int | None:
+    """What a LITE VACUUM would have recorded as ``latestCommitVersionOutsideOfRetentionWindow``
+    for the full VACUUM whose START commit follows ``before_version`` (``history``: the table's
+    commits, version, ``ms``, operation and parameters): the newest commit up to
+    ``before_version`` whose timestamp is past that VACUUM's own retention (its START commit's
+    ``specifiedRetentionMillis`` or ``defaultRetentionMillis``, the larger) before
+    ``before_ms``, an instant taken before it started, less the hour's allowance. None when no
+    commit is that old, or when the VACUUM left no START commit (its logging off).
 
-    Sound for a full VACUUM run after it with the same retention: every file a commit up to that
-    version removed carries a deletion time no later than the commit, so its tombstone has
-    expired and the full VACUUM deletes it; a later LITE starts at the commit after it. Taken an
-    hour early (``_VACUUM_SLACK_MS``: a store's clock against the JVM's), it can only be lower
-    than Delta's own, which makes a later LITE read more of the log, never skip a removal."""
-    from pyspark.sql import functions as F
+    Why it is sound: a file a commit up to that version removed carries a deletion time no later
+    than the commit, so its tombstone had expired for the full VACUUM, whose horizon (its start
+    less the same retention) is later; so the full VACUUM deleted it, and a later LITE may start
+    at the commit after it. The hour's allowance covers a store's clock against the JVM's; the
+    value can only be lower than Delta's own, which makes a later LITE read more of the log,
+    never skip a removal. What it assumes: a removed file's modification time is no later than
+    its removal (a full VACUUM selects files by it), so a data file rewritten in place after its
+    commit (a storage-class copy, a partial restore) is not deleted by either VACUUM."""
+    starts = [r for r in history if r["operation"] == "VACUUM START" and r["version"] > before_version]
+    if not starts:
+        return None
+    params = min(starts, key=lambda r: r["version"])["operationParameters"]
+    retention_ms = max(_millis(params, "specifiedRetentionMillis"), _millis(params, "defaultRetentionMillis"))
+    horizon_ms = before_ms - retention_ms - _VACUUM_SLACK_MS
+    outside = [r["version"] for r in history if r["version"] <= before_version and r["ms"] <= horizon_ms]
+    return max(outside, default=None)
 
-    now_ms = spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
-    horizon_ms = now_ms - retention_hours * 3600 * 1000 - _VACUUM_SLACK_MS
-    row = (table.history().where(F.unix_millis("timestamp") <= F.lit(horizon_ms))
-           .agg(F.max("version").alias("v")).collect()[0])
-    return None if row["v"] is None else int(row["v"])
+
+def _lite_watermark_path(spark, uri: str):
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(f"{uri.rstrip('/')}/{_LAST_VACUUM_INFO}")
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def _read_lite_watermark(spark, uri: str) -> int | None:
+    """The watermark in the table's ``_last_vacuum_info``; None when there is none (no file,
+    Delta's ``{}``, a file this job cannot read or parse)."""
+    try:
+        fs, path = _lite_watermark_path(spark, uri)
+        if not fs.exists(path):
+            return None
+        stream = fs.open(path)
+        try:
+            text = spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+        value = json.loads(str(text)).get(_WATERMARK_FIELD)
+        return value if isinstance(value, int) else None
+    except Exception:  # noqa: BLE001 - unreadable is the same as absent here: LITE refuses either way
+        return None
 
 
 def _record_lite_watermark(spark, uri: str, version: int) -> None:
@@ -224,8 +276,8 @@ def _record_lite_watermark(spark, uri: str, version: int) -> None:
     VACUUMs, as before."""
     payload = json.dumps({_WATERMARK_FIELD: version}, separators=(",", ":")) + "\n"
     try:
-        path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(f"{uri.rstrip('/')}/{_LAST_VACUUM_INFO}")
-        out = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).create(path, True)
+        fs, path = _lite_watermark_path(spark, uri)
+        out = fs.create(path, True)
         try:
             out.write(bytearray(payload.encode("ascii")))
         finally:
@@ -460,7 +512,7 @@ def maintain_table(spark, warehouse: str, name: str, settings: MaintenanceSettin
     if settings.vacuum and _vacuum_due(spark, table, settings.deleted_file_retention_hours, every_days=every,
                                        on_its_day=on.toordinal() % every == _vacuum_day(name, every)):
         before = table.history(1).select("version").collect()[0]["version"]
-        _vacuum(spark, table, uri, settings.deleted_file_retention_hours)
+        _vacuum(spark, table, uri)
         vac = table.history(3).where(f"version > {before} AND operation = 'VACUUM END'")
         out.files_vacuumed = _metric(vac.selectExpr(
             "cast(operationMetrics['numDeletedFiles'] as bigint) AS n"), "n")

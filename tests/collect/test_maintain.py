@@ -268,7 +268,7 @@ def test_retention_deletes_on_the_tables_own_night_or_once_a_partition_has_waite
                        warehouse=str(tmp_path), run_id=f"r-{age}")
     [kept] = maintain_tables(spark, weekly, on=other_day, tables=["relay_log_tail"])
     assert (kept.error, kept.deleted_before, kept.rows_deleted) == (None, None, 0), kept.line()
-    assert partitions() == ["r-15", "r-16", "r-20", "r-3"] and "kept" in kept.line()
+    assert partitions() == ["r-15", "r-16", "r-20", "r-3"] and "no rows deleted" in kept.line()
 
     next_own = its_day + dt.timedelta(days=7)      # the partitions are a week older there: 21, 22 and 9 days
     [deleted] = maintain_tables(spark, weekly, on=next_own, tables=["relay_log_tail"])
@@ -577,8 +577,9 @@ def _lite_refused(spark, uri) -> bool:
 def test_a_table_refused_lite_once_gets_its_watermark_back_from_the_full_vacuum(spark, tmp_path, monkeypatch, caplog):
     """Delta's full VACUUM records no LITE watermark (``_last_vacuum_info`` is ``{}``), so a table
     whose log no longer starts at version 0 is refused LITE for ever after. The job's fallback
-    records the watermark a LITE would have, and the table's next VACUUM is LITE again, deleting
-    what the nights since removed."""
+    records the watermark a LITE would have: past a removal older than the table's retention
+    (20 s here), before one inside it, which the full VACUUM keeps. The table's next VACUUM is
+    LITE again, and deletes that file: it reads the removal the watermark left after it."""
     import logging
 
     import jobs.maintain
@@ -587,50 +588,52 @@ def test_a_table_refused_lite_once_gets_its_watermark_back_from_the_full_vacuum(
     monkeypatch.setattr(jobs.maintain, "_VACUUM_SLACK_MS", 0)
     wh, table_dir = str(tmp_path), tmp_path / "relay_log_tail"
     uri = str(table_dir)
-    write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")
-    spark.sql(f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1', "
-              "'delta.deletedFileRetentionDuration' = 'interval 0 hours')")
-    # the rerun removes the first file and, with that interval, writes a checkpoint; then the
-    # log's cleanup, as after delta.logRetentionDuration: version 0 gone
-    write_run_rows(spark, "relay_log_tail", relay_rows("r-a", ON), warehouse=wh, run_id="r-a")
-    assert list((table_dir / "_delta_log").glob("*.checkpoint.parquet"))
-    for name in ("00000000000000000000.json", "00000000000000000000.crc"):
-        (table_dir / "_delta_log" / name).unlink(missing_ok=True)
-    time.sleep(1)
-    table = SparkDeltaTable.forPath(spark, uri)
-    nightly = config(tmp_path, deleted_file_retention_hours=0, vacuum_every_days=1, optimize=False)
-
-    def maintain():
-        [result] = maintain_tables(spark, nightly, on=ON, tables=["relay_log_tail"])
-        assert result.error is None, result.line()
-        return result
-
-    assert _lite_refused(spark, uri)   # no watermark and no version 0: Delta refuses LITE
-    with jobs.maintain._session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism", "2"):
-        table.vacuum(0)                # Delta's own full VACUUM
     info = table_dir / "_delta_log" / "_last_vacuum_info"
-    assert json.loads(info.read_text()) == {}    # ... records no watermark
-    assert _lite_refused(spark, uri)   # so it stays refused
 
-    for _ in range(2):   # another rerun: a file to delete
-        write_run_rows(spark, "relay_log_tail", relay_rows("r-b", ON), warehouse=wh, run_id="r-b")
-    time.sleep(1)
-    with caplog.at_level(logging.INFO, logger="gtid_audit.maintain"):
-        assert maintain().files_vacuumed == 1
-    assert "DELTA_CANNOT_VACUUM_LITE" in caplog.text and "LITE watermark recorded" in caplog.text
-    newest = table.history(1).collect()[0]["version"]
-    watermark = json.loads(info.read_text())["latestCommitVersionOutsideOfRetentionWindow"]
-    assert 0 < watermark <= newest
+    def newest() -> int:
+        return SparkDeltaTable.forPath(spark, uri).history(1).collect()[0]["version"]
 
-    live = {a["path"] for a in add_actions(table_dir)}
-    write_run_rows(spark, "relay_log_tail", relay_rows("r-c", ON), warehouse=wh, run_id="r-c")
-    replaced = {a["path"] for a in add_actions(table_dir)} - live
-    write_run_rows(spark, "relay_log_tail", relay_rows("r-c", ON), warehouse=wh, run_id="r-c")   # its rerun
-    time.sleep(1)   # and LITE now runs, and deletes the file the rerun replaced
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="gtid_audit.maintain"):
-        assert maintain().files_vacuumed == 1
-    assert "not possible" not in caplog.text, caplog.text
+    def rerun(run_id: str) -> set[str]:
+        """A run and its rerun: the file the rerun replaced."""
+        live = {a["path"] for a in add_actions(table_dir)}
+        write_run_rows(spark, "relay_log_tail", relay_rows(run_id, ON), warehouse=wh, run_id=run_id)
+        first = {a["path"] for a in add_actions(table_dir)} - live
+        write_run_rows(spark, "relay_log_tail", relay_rows(run_id, ON), warehouse=wh, run_id=run_id)
+        return first
+
+    write_run_rows(spark, "relay_log_tail", relay_rows("r-0", ON), warehouse=wh, run_id="r-0")
+    spark.sql(f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1', "
+              "'delta.deletedFileRetentionDuration' = 'interval 20 seconds')")
+    old_file = rerun("r-a")    # removed now, past the retention after the sleep below
+    old_removal = newest()
+    assert list((table_dir / "_delta_log").glob("*.checkpoint.parquet"))
+    for name in ("00000000000000000000.json", "00000000000000000000.crc"):   # the log's cleanup
+        (table_dir / "_delta_log" / name).unlink(missing_ok=True)
+    time.sleep(21)
+    table = SparkDeltaTable.forPath(spark, uri)
+
+    with jobs.maintain._session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism", "2"):
+        assert _lite_refused(spark, uri)   # no watermark and no version 0: Delta refuses LITE
+        table.vacuum()                     # Delta's own full VACUUM
+        assert json.loads(info.read_text()) == {}   # ... records no watermark
+        assert _lite_refused(spark, uri)   # so it stays refused
+        assert not old_file & parquet_on_disk(table_dir)
+
+        recent_file = rerun("r-b")         # removed inside the retention when the job falls back
+        recent_removal = newest()
+        with caplog.at_level(logging.INFO, logger="gtid_audit.maintain"):
+            jobs.maintain._vacuum(spark, table, uri)
+        assert "DELTA_CANNOT_VACUUM_LITE" in caplog.text and "LITE watermark recorded" in caplog.text
+        watermark = json.loads(info.read_text())["latestCommitVersionOutsideOfRetentionWindow"]
+        assert old_removal <= watermark < recent_removal
+        assert recent_file <= parquet_on_disk(table_dir)   # inside the retention: kept
+
+        spark.sql(f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES "
+                  "('delta.deletedFileRetentionDuration' = 'interval 0 seconds')")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gtid_audit.maintain"):
+            jobs.maintain._vacuum(spark, table, uri)
+    assert "not possible" not in caplog.text, caplog.text   # LITE ran
+    assert len(recent_file) == 1 and not recent_file & parquet_on_disk(table_dir)
     assert parquet_on_disk(table_dir) == {a["path"] for a in add_actions(table_dir)}
-    assert len(replaced) == 1 and not replaced & parquet_on_disk(table_dir)
     assert read_arrow(wh, "relay_log_tail").num_rows == 9

@@ -45,6 +45,9 @@ def _finish_client_handshake(sock: socket.socket, tls: ssl.SSLObject, incoming: 
 
 
 def test_a_client_hello_split_around_the_upgrade_reaches_the_tls_layer_whole(tmp_path):
+    """Half the hello is in the reader's buffer and half in the socket when the upgrade starts:
+    the server's TLS layer gets both, in order, and both sides finish the handshake on one
+    version (before the fix the tail went to the old stream and the client's read timed out)."""
     ca = make_ca(tmp_path, "split-ca")
     cert = make_cert(ca, tmp_path, "split-server", dns=("localhost",))
 

@@ -611,11 +611,15 @@ class _HandshakeStream:
         early = bytes(reader._buffer)  # asyncio.StreamReader's buffer; no public way to take it
         reader._buffer.clear()
         upgrade = asyncio.ensure_future(self.inner.start_tls(context))
-        if early:
-            await asyncio.sleep(0)  # start_tls has set its TLS protocol and queued connection_made
-            transport = self.inner.writer.transport
-            asyncio.get_running_loop().call_soon(_feed_protocol, transport.get_protocol(), early)
-        await upgrade
+        try:
+            if early:
+                await asyncio.sleep(0)  # start_tls has set its TLS protocol and queued connection_made
+                transport = self.inner.writer.transport
+                asyncio.get_running_loop().call_soon(_feed_protocol, transport.get_protocol(), early)
+            await upgrade
+        except BaseException:   # the connection cancelled: the upgrade goes with it
+            upgrade.cancel()
+            raise
 
     def round_trips(self) -> int:
         """1 for the TCP connect and the server's greeting together; 1 per packet the client sends
