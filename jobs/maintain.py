@@ -193,7 +193,7 @@ def _vacuum(spark, table, uri: str) -> None:
     # before the full VACUUM starts: its own horizon is measured from a later instant
     before_version = table.history(1).select("version").collect()[0]["version"]
     before_ms = spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
-    table.vacuum()
+    spark.sql(f"VACUUM delta.`{uri}` FULL")   # FULL by name: table.vacuum() follows vacuum.lite.enabled
     try:
         history = (table.history().selectExpr("version", "unix_millis(timestamp) AS ms", "operation",
                                               "operationParameters").collect())
