@@ -5,14 +5,18 @@ settings win), otherwise builds one from the configuration's ``spark`` section. 
 runs in UTC so that the UTC timestamps of the tables read back unchanged.
 
 Every session has Delta: delta-spark is the only writer of the tables. A session the job starts
-itself gets the jars cached by ``python -m jobs.delta_jars install`` (``spark.jars``, never
+itself gets the jars cached by ``python -m jobs.delta_jars install`` (never
 ``spark.jars.packages``: no network once cached), the Delta SQL extension and the Delta catalog.
+In local mode the jars go on the new JVM's launch class path, after Spark's own, and the JVM maps
+the classes of the class archive built for that launch (:mod:`jobs.class_archive`); with another
+master they go in ``spark.jars``, which ships them to the executors.
 Under spark-submit the classpath is spark-submit's (``--jars`` / ``--packages`` win); the session
 only checks that Delta's classes load and raises ``jobs.delta_jars.DeltaClassesMissingError``,
 naming the jars and the fix, when they do not.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from jobs.cache_dir import default_cache_dir
+from jobs.class_archive import class_archive, dump_options, launch_class_path, use_options
 from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
@@ -146,9 +151,10 @@ def _names_delta(value: str) -> bool:
     return "delta-spark" in value or "io.delta" in value
 
 
-def delta_conf(user_conf: Mapping[str, str] | None = None) -> dict[str, str]:
+def delta_conf(user_conf: Mapping[str, str] | None = None, *, jars: bool = True) -> dict[str, str]:
     """What a new session needs for Delta: the cached jars (unless ``user_conf`` brings its own
-    Delta through ``spark.jars`` / ``spark.jars.packages``), the SQL extension and the catalog.
+    Delta through ``spark.jars`` / ``spark.jars.packages``, or ``jars`` is false: a local JVM
+    with them on its launch class path), the SQL extension and the catalog.
 
     The user's other ``spark.jars`` are kept, before the cached ones. Raises a
     ``jobs.delta_jars.DeltaJarsError`` naming the fix when the jars are not installed.
@@ -157,25 +163,30 @@ def delta_conf(user_conf: Mapping[str, str] | None = None) -> dict[str, str]:
     conf = {"spark.sql.extensions": DELTA_EXTENSION_CLASS,
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG_CLASS}
     own = user_conf.get("spark.jars", "")
-    if not (_names_delta(own) or _names_delta(user_conf.get("spark.jars.packages", ""))):
+    if jars and not (_names_delta(own) or _names_delta(user_conf.get("spark.jars.packages", ""))):
         conf["spark.jars"] = ",".join(filter(None, (own, installed_jars().csv)))
     return conf
 
 
-def session_conf(settings: SparkSettings) -> dict[str, str]:
-    """The conf a new session gets: UTC, the driver and task bounds, Delta (cached jars,
-    extension, catalog), the configured extras."""
+def session_conf(settings: SparkSettings, *, jars: bool = True) -> dict[str, str]:
+    """The conf a new session gets: UTC, the driver and task bounds, Delta (cached jars unless
+    ``jars`` is false, extension, catalog), the configured extras."""
     conf = {"spark.sql.session.timeZone": "UTC", **DRIVER_BOUNDS, **TASK_BOUNDS}
     conf.update(settings.conf)
-    conf.update(delta_conf(settings.conf))
+    conf.update(delta_conf(settings.conf, jars=jars))
     for key in ("spark.sql.extensions", "spark.sql.catalog.spark_catalog"):
         if key in settings.conf:  # the user's own extension list / catalog win
             conf[key] = settings.conf[key]
     return conf
 
 
-def build_session(settings: SparkSettings | None = None):
-    """The active SparkSession, or a new one built from ``settings``."""
+def build_session(settings: SparkSettings | None = None, *, dump_class_archive: Path | None = None):
+    """The active SparkSession, or a new one built from ``settings``.
+
+    In local mode the JVM this starts has Delta's cached jars on its launch class path and maps
+    the class archive built for that launch, if there is one (:mod:`jobs.class_archive`); with
+    ``dump_class_archive`` it writes one there at its exit instead
+    (:mod:`jobs.class_archive_build`)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -186,6 +197,7 @@ def build_session(settings: SparkSettings | None = None):
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM
         return _session_under_spark_submit(settings)
     builder = SparkSession.builder.appName(settings.app_name)
+    launch_env: dict[str, str] = {}
     master = settings.master or os.environ.get("MASTER") or "local[*]"
     builder = builder.master(master)
     if master.startswith("local"):
@@ -208,18 +220,62 @@ def build_session(settings: SparkSettings | None = None):
             builder = builder.config("spark.sql.warehouse.dir", str(default_cache_dir() / "spark-warehouse"))
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}")
+        java_options = [f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"]
+        # Delta's cached jars on the JVM's launch class path, its classes from the class
+        # archive where one was built (jobs.class_archive)
+        delta = _launch_delta_jars(settings)
+        if delta is not None:
+            launch_env["SPARK_DIST_CLASSPATH"] = launch_class_path(delta.jars, os.environ.get("SPARK_DIST_CLASSPATH"))
+            if dump_class_archive is not None:
+                java_options += dump_options(dump_class_archive, Path(f"{dump_class_archive}.log"))
+            else:
+                archive = class_archive(delta.jars)
+                if archive is not None and archive.usable():
+                    java_options += use_options(archive)
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
         # workers forked from a daemon that imports PySpark from site-packages, not its zips
         for key, value in LOCAL_WORKER_DAEMON.items():
             builder = builder.config(key, value)
-    for key, value in session_conf(settings).items():
+    for key, value in session_conf(settings, jars="SPARK_DIST_CLASSPATH" not in launch_env).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _environment(launch_env):   # read by the launcher, which getOrCreate starts
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel(settings.log_level)
     if master.startswith("local"):
         _fill_local_defaults(session, settings)
     require_delta_classes(session)
     return session
+
+
+def _launch_delta_jars(settings: SparkSettings):
+    """The cached Delta jars to put on a new local JVM's launch class path, or ``None`` where
+    ``spark.jars`` must carry them as on a cluster: the configuration brings its own Delta
+    (``spark.jars`` / ``spark.jars.packages``), or this process's JVM is already running (a
+    stopped session's: its class path is fixed)."""
+    from pyspark import SparkContext
+
+    conf = settings.conf
+    if _names_delta(conf.get("spark.jars", "")) or _names_delta(conf.get("spark.jars.packages", "")):
+        return None
+    if SparkContext._gateway is not None:
+        return None
+    return installed_jars()
+
+
+@contextlib.contextmanager
+def _environment(changes: Mapping[str, str]):
+    """``os.environ`` with ``changes`` for the length of the block (the launcher's environment
+    is read when it starts; later child processes must not inherit it)."""
+    saved = {key: os.environ.get(key) for key in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _user_sets(settings: SparkSettings, key: str, env_var: str | None = None) -> bool:
