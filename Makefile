@@ -28,7 +28,8 @@ jars: $(STAMP)
 	$(PY) -m jobs.delta_jars install
 
 # The JVM class archive local sessions start from (jobs/class_archive.py): about a minute once per
-# JDK, Spark and Delta jars, then 3.5-4 s less at every start of a local session; instant when built.
+# JDK, Spark and Delta jars, then about 3.5 s less for a local session and its first Delta query;
+# instant when built.
 # The suite starts many; a one-off demo would not win back the minute.
 class-archive: jars
 	$(PY) -m jobs.class_archive_build

@@ -2,7 +2,7 @@
 class-data-sharing (CDS) archive instead of from their jars.
 
 Why (issue #20). Every process that starts a local session pays for its JVM loading, verifying
-and linking some 20,000 classes: about 6 s to a session and 7 s more to its first Delta query
+and linking some 21,600 classes: about 5-6 s to a session and 7 s more to its first Delta query
 on this 2-core machine, on every night, first or not (docs/benchmarks.md, "The JVM's class
 archive"). HotSpot can map the classes one run loaded from an archive that run wrote at its exit
 (JDK 13+, ``-XX:ArchiveClassesAtExit`` then ``-XX:SharedArchiveFile``: JEP 350, dynamic CDS
@@ -156,15 +156,23 @@ def prune(archive: ClassArchive, keep: int = KEEP) -> list[Path]:
     leftovers of builds that did not finish; return what was removed."""
     root = archive.path.parent
     removed = []
-    archives = sorted((p for p in root.glob("*.jsa") if p != archive.path),
-                      key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in archives[max(0, keep - 1):]:
+
+    def modified(path: Path) -> float | None:   # another build may move or remove it meanwhile
+        try:
+            return path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    archives = sorted(((m, p) for p in root.glob("*.jsa") if p != archive.path
+                       for m in [modified(p)] if m is not None), reverse=True)
+    for _, old in archives[max(0, keep - 1):]:
         for path in (old, old.with_suffix(".json")):
             path.unlink(missing_ok=True)
             removed.append(path)
     for leftover in root.glob("*.tmp*"):
         # another build's in progress keeps its files for the length of a build
-        if leftover.stat().st_mtime < time.time() - _LEFTOVER_SECONDS:
+        m = modified(leftover)
+        if m is not None and m < time.time() - _LEFTOVER_SECONDS:
             leftover.unlink(missing_ok=True)
             removed.append(leftover)
     return removed

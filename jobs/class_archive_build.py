@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,15 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _kill_group(child: subprocess.Popen) -> None:
+    """Kill the training child's process group (its JVM included) and reap the child."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
+
+
 def build(cache_root: Path | None = None) -> Path | None:
     """Build the archive for this installation unless it exists; return its path, or ``None``
     when none could be built (the reason printed)."""
@@ -64,6 +74,7 @@ def build(cache_root: Path | None = None) -> Path | None:
         return None
     if archive.usable():
         _say(f"{archive.path} is up to date")
+        prune(archive)
         return archive.path
     archive.path.parent.mkdir(parents=True, exist_ok=True)
     written = archive.path.with_name(f"{archive.path.name}.{secrets.token_hex(4)}.tmp")
@@ -72,27 +83,36 @@ def build(cache_root: Path | None = None) -> Path | None:
     env = dict(os.environ)
     if cache_root is not None:
         env["GTID_AUDIT_CACHE"] = str(cache_root)
+    # its own process group: a timeout or an interrupt kills the JVM too, before it writes
+    child = subprocess.Popen([sys.executable, "-m", "jobs.class_archive_build", "--train", str(written)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+    recorded = False
     try:
-        child = subprocess.run([sys.executable, "-m", "jobs.class_archive_build", "--train", str(written)],
-                               capture_output=True, text=True, timeout=_TRAIN_TIMEOUT_S, env=env)
-        pids = [int(line[len(_PID_PREFIX):]) for line in child.stdout.splitlines() if line.startswith(_PID_PREFIX)]
+        # the JVM holds the child's output open until it has exited, archive written
+        stdout, stderr = child.communicate(timeout=_TRAIN_TIMEOUT_S)
+        pids = [int(line[len(_PID_PREFIX):]) for line in stdout.splitlines() if line.startswith(_PID_PREFIX)]
         if child.returncode != 0 or not pids:
-            tail = "\n".join((child.stderr or "").strip().splitlines()[-5:])
+            tail = "\n".join(stderr.strip().splitlines()[-5:])
             _say(f"the training session failed (exit {child.returncode}): no archive\n{tail}")
             return None
         deadline = time.monotonic() + _DUMP_TIMEOUT_S
         while _alive(pids[0]) and time.monotonic() < deadline:
             time.sleep(0.2)
-        dumped = log.exists() and WRITTEN_LINE in log.read_text(errors="replace")
-        if _alive(pids[0]) or not dumped or not written.exists():
-            reason = "still writing" if _alive(pids[0]) else "HotSpot wrote none: see its CDS log"
+        cds_log = log.read_text(errors="replace") if log.exists() else ""
+        if _alive(pids[0]) or WRITTEN_LINE not in cds_log or not written.exists():
+            last = cds_log.strip().splitlines()[-1:] or ["no CDS log"]
+            reason = "its JVM is still running" if _alive(pids[0]) else f"HotSpot wrote none: {last[0]}"
             _say(f"no archive ({reason}); sessions load their classes from the jars")
             return None
         record(archive, written, time.monotonic() - started)
+        recorded = True
     except subprocess.TimeoutExpired:
         _say(f"the training session took more than {_TRAIN_TIMEOUT_S} s: no archive")
         return None
     finally:
+        if not recorded:   # nothing of this build may write on after it
+            _kill_group(child)
         written.unlink(missing_ok=True)
         log.unlink(missing_ok=True)
     for old in prune(archive):

@@ -247,17 +247,31 @@ def build_session(settings: SparkSettings | None = None, *, dump_class_archive: 
     return session
 
 
+#: Settings that bring jars of their own to the driver: with any of them in ``spark-defaults.conf``
+#: the cached Delta jars stay in ``spark.jars``, as before the class archive.
+_OWN_CLASS_PATH_KEYS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
+
+
 def _launch_delta_jars(settings: SparkSettings):
     """The cached Delta jars to put on a new local JVM's launch class path, or ``None`` where
-    ``spark.jars`` must carry them as on a cluster: the configuration brings its own Delta
-    (``spark.jars`` / ``spark.jars.packages``), or this process's JVM is already running (a
-    stopped session's: its class path is fixed)."""
+    ``spark.jars`` must carry them as on a cluster:
+
+    * the configuration brings its own Delta (``spark.jars`` / ``spark.jars.packages``);
+    * this process's JVM is already running (a stopped session's: its class path is fixed);
+    * Spark's configuration directory has a ``spark-env.sh``, which the launcher sources after
+      this process set ``SPARK_DIST_CLASSPATH`` (a Hadoop-free Spark sets it there), or a
+      ``spark-defaults.conf`` that sets one of :data:`_OWN_CLASS_PATH_KEYS` (its Delta, if it
+      names one, must not meet the cached one on the class path)."""
     from pyspark import SparkContext
 
     conf = settings.conf
     if _names_delta(conf.get("spark.jars", "")) or _names_delta(conf.get("spark.jars.packages", "")):
         return None
     if SparkContext._gateway is not None:
+        return None
+    conf_dir = _spark_conf_dir()
+    if conf_dir and (os.path.exists(os.path.join(conf_dir, "spark-env.sh"))
+                     or any(_spark_defaults_set(key) for key in _OWN_CLASS_PATH_KEYS)):
         return None
     return installed_jars()
 
@@ -285,8 +299,24 @@ def _user_sets(settings: SparkSettings, key: str, env_var: str | None = None) ->
     ``$SPARK_HOME/conf``)."""
     if key in settings.conf or (env_var and os.environ.get(env_var)):
         return True
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
-        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
+    return _spark_defaults_set(key)
+
+
+def _spark_conf_dir() -> str | None:
+    """The directory whose ``spark-defaults.conf`` and ``spark-env.sh`` Spark's launcher reads:
+    ``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``, else the pip-installed PySpark's ``conf``."""
+    if os.environ.get("SPARK_CONF_DIR"):
+        return os.environ["SPARK_CONF_DIR"]
+    if os.environ.get("SPARK_HOME"):
+        return os.path.join(os.environ["SPARK_HOME"], "conf")
+    import pyspark   # noqa: PLC0415 - its location only
+
+    return os.path.join(os.path.dirname(os.path.abspath(pyspark.__file__)), "conf")
+
+
+def _spark_defaults_set(key: str) -> bool:
+    """Whether the ``spark-defaults.conf`` Spark's launcher reads sets ``key``."""
+    conf_dir = _spark_conf_dir()
     if not conf_dir:
         return False
     try:

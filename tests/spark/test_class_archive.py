@@ -1,5 +1,5 @@
-"""The JVM class archive of local sessions: its key, the record that lets a session use it, and a
-real session whose Spark and Delta classes HotSpot maps from the archive `make class-archive` built."""
+"""The JVM class archive of local sessions: its key, the record that lets a session use it, a
+real build, and a real session whose Spark and Delta classes HotSpot maps from it."""
 from __future__ import annotations
 
 import json
@@ -106,22 +106,36 @@ def test_prune_keeps_the_newest_archives_and_removes_old_leftovers(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_a_local_session_maps_spark_and_delta_classes_from_the_archive(tmp_path, real_jars):
-    """`make class-archive` built the archive for this installation; a session the job starts in local
-    mode loads SparkContext and DeltaLog from it (HotSpot's class-load log says "shared objects
-    file (top)": the dynamic archive), has Delta's jars on its launch class path rather than in
-    spark.jars, and writes and reads a Delta table."""
-    archive = ca.class_archive(real_jars.jars)
-    assert archive is not None and archive.usable(), \
-        f"no class archive at {archive and archive.path}: `make class-archive` (make test runs it) builds it"
+def test_the_build_writes_an_archive_a_local_session_maps_spark_and_delta_classes_from(tmp_path, real_jars):
+    """The build (into a cache of its own, Delta's jars linked in) leaves exactly one archive and
+    its record, nothing temporary, and says so; a second build finds it up to date. A session the
+    job starts in local mode with that cache loads SparkContext and DeltaLog from it (HotSpot's
+    class-load log says "shared objects file (top)": the dynamic archive), has Delta's jars on its
+    launch class path rather than in spark.jars, and writes and reads a Delta table."""
+    from jobs.delta_jars import JARS_DIRNAME, default_cache_dir
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / JARS_DIRNAME).symlink_to(default_cache_dir() / JARS_DIRNAME)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO),
+           "GTID_AUDIT_CACHE": str(cache)}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    built = subprocess.run([sys.executable, "-m", "jobs.class_archive_build"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0 and "class-archive: wrote " in built.stderr, built.stderr[-3000:]
+    archive = ca.class_archive(real_jars.jars, cache)
+    assert archive.usable()
+    assert sorted(p.name for p in archive.path.parent.iterdir()) == [archive.path.name, archive.record_path.name]
+    again = subprocess.run([sys.executable, "-m", "jobs.class_archive_build"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "is up to date" in again.stderr, again.stderr[-2000:]
+
     script = ("import sys\nfrom jobs.spark import build_session\n"
               "s = build_session()\n"
               "s.range(5).write.format('delta').save(sys.argv[1])\n"
               "print('ROWS', s.read.format('delta').load(sys.argv[1]).count(), 'JARS', s.sparkContext.getConf().get('spark.jars', ''))\n"
               "s.stop()\n")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO),
-           "JDK_JAVA_OPTIONS": f"-Xlog:class+load=info:file={tmp_path}/classes-%p.log"}
-    env.pop("PYSPARK_GATEWAY_PORT", None)
+    env["JDK_JAVA_OPTIONS"] = f"-Xlog:class+load=info:file={tmp_path}/classes-%p.log"
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "t")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
@@ -129,3 +143,23 @@ def test_a_local_session_maps_spark_and_delta_classes_from_the_archive(tmp_path,
     loads = "".join(p.read_text(errors="replace") for p in tmp_path.glob("classes-*.log"))
     for name in ("org.apache.spark.SparkContext", "org.apache.spark.sql.delta.DeltaLog"):
         assert f"{name} source: shared objects file (top)" in loads, f"{name} not from the archive"
+
+
+def test_a_spark_env_script_keeps_delta_in_spark_jars(tmp_path, monkeypatch, real_jars):
+    """With a spark-env.sh in Spark's configuration directory (which the launcher sources after
+    the job set SPARK_DIST_CLASSPATH: a Hadoop-free Spark sets it there), or a spark-defaults.conf
+    that brings jars of its own, a local session keeps Delta in spark.jars, as before the archive."""
+    from pyspark import SparkContext
+
+    from jobs.config import SparkSettings
+    from jobs.spark import _launch_delta_jars
+
+    monkeypatch.setattr(SparkContext, "_gateway", None)   # as in a process that starts its first JVM
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert _launch_delta_jars(SparkSettings()) is not None
+    (tmp_path / "spark-env.sh").write_text("export SPARK_DIST_CLASSPATH=$(hadoop classpath)\n")
+    assert _launch_delta_jars(SparkSettings()) is None
+    (tmp_path / "spark-env.sh").unlink()
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.extraClassPath /opt/jars/*\n")
+    assert _launch_delta_jars(SparkSettings()) is None
+    assert _launch_delta_jars(SparkSettings(conf={"spark.jars.packages": "io.delta:delta-spark_4.2_2.13:4.4.0"})) is None
