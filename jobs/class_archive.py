@@ -36,7 +36,7 @@ from typing import Sequence
 
 from jobs.cache_dir import default_cache_dir
 
-__all__ = ["ARCHIVE_DIRNAME", "ClassArchive", "launch_java", "spark_jars_dir", "launch_class_path",
+__all__ = ["ARCHIVE_DIRNAME", "ClassArchive", "launch_java", "spark_home", "spark_jars_dir", "launch_class_path",
            "class_archive", "use_options", "dump_options", "record", "prune", "KEEP"]
 
 #: Where the archives live, under the cache root (:func:`jobs.cache_dir.default_cache_dir`).
@@ -82,14 +82,20 @@ def launch_java() -> Path | None:
     return Path(found).resolve() if found and os.path.exists(found) else None
 
 
-def spark_jars_dir() -> Path:
-    """Spark's own jars: ``$SPARK_HOME/jars``, else the pip-installed PySpark's."""
+def spark_home() -> Path:
+    """The Spark that PySpark's launcher runs: ``$SPARK_HOME``, else the pip-installed PySpark's
+    own directory."""
     home = os.environ.get("SPARK_HOME")
     if home:
-        return Path(home) / "jars"
+        return Path(home)
     import pyspark   # noqa: PLC0415 - only its location: a local session imports it anyway
 
-    return Path(pyspark.__file__).resolve().parent / "jars"
+    return Path(pyspark.__file__).resolve().parent
+
+
+def spark_jars_dir() -> Path:
+    """Spark's own jars: ``<spark_home>/jars``."""
+    return spark_home() / "jars"
 
 
 def launch_class_path(delta_jars: Sequence[Path | str], existing: str | None = None) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from jobs.cache_dir import default_cache_dir
-from jobs.class_archive import class_archive, dump_options, launch_class_path, use_options
+from jobs.class_archive import class_archive, dump_options, launch_class_path, spark_home, use_options
 from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
@@ -269,9 +269,8 @@ def _launch_delta_jars(settings: SparkSettings):
         return None
     if SparkContext._gateway is not None:
         return None
-    conf_dir = _spark_conf_dir()
-    if conf_dir and (os.path.exists(os.path.join(conf_dir, "spark-env.sh"))
-                     or any(_spark_defaults_set(key) for key in _OWN_CLASS_PATH_KEYS)):
+    if (os.path.exists(os.path.join(_spark_conf_dir(), "spark-env.sh"))
+            or any(_spark_defaults_set(key) for key in _OWN_CLASS_PATH_KEYS)):
         return None
     return installed_jars()
 
@@ -295,32 +294,22 @@ def _environment(changes: Mapping[str, str]):
 def _user_sets(settings: SparkSettings, key: str, env_var: str | None = None) -> bool:
     """Whether the user chose a setting read before a local session exists (its JVM's heap, its
     context's page size): ``spark.conf``, the launcher's environment variable for it (``SPARK_DRIVER_MEMORY``),
-    or ``key`` in the ``spark-defaults.conf`` Spark's launcher reads (``$SPARK_CONF_DIR``, else
-    ``$SPARK_HOME/conf``)."""
+    or ``key`` in the ``spark-defaults.conf`` Spark's launcher reads (:func:`_spark_conf_dir`)."""
     if key in settings.conf or (env_var and os.environ.get(env_var)):
         return True
     return _spark_defaults_set(key)
 
 
-def _spark_conf_dir() -> str | None:
+def _spark_conf_dir() -> str:
     """The directory whose ``spark-defaults.conf`` and ``spark-env.sh`` Spark's launcher reads:
-    ``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``, else the pip-installed PySpark's ``conf``."""
-    if os.environ.get("SPARK_CONF_DIR"):
-        return os.environ["SPARK_CONF_DIR"]
-    if os.environ.get("SPARK_HOME"):
-        return os.path.join(os.environ["SPARK_HOME"], "conf")
-    import pyspark   # noqa: PLC0415 - its location only
-
-    return os.path.join(os.path.dirname(os.path.abspath(pyspark.__file__)), "conf")
+    ``$SPARK_CONF_DIR``, else ``conf`` under :func:`jobs.class_archive.spark_home`."""
+    return os.environ.get("SPARK_CONF_DIR") or str(spark_home() / "conf")
 
 
 def _spark_defaults_set(key: str) -> bool:
     """Whether the ``spark-defaults.conf`` Spark's launcher reads sets ``key``."""
-    conf_dir = _spark_conf_dir()
-    if not conf_dir:
-        return False
     try:
-        with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
+        with open(os.path.join(_spark_conf_dir(), "spark-defaults.conf"), encoding="utf-8") as f:
             # a Java properties file: "key value", "key=value" or "key: value"
             return any(re.split(r"[\s=:]", line.strip(), maxsplit=1)[0] == key for line in f)
     except OSError:
