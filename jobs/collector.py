@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import queue
 import re
-import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -1142,7 +1142,10 @@ def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[In
     waves_left = {i: list(g) for i, g in enumerate(pending)}
     running: dict[Any, tuple[int, Probe | None]] = {}       # future -> (group index, planned probe)
     open_reads = {i: 0 for i in waves_left}
-    lock = threading.Lock()
+    # reads as they finish, in that order: one put per read (from its thread), one get here. The
+    # futures module's wait() takes and releases the lock of every running read on each call: a
+    # tenth of a task's Python with 8 threads (docs/benchmarks.md, "The read task's own Python")
+    finished: queue.SimpleQueue = queue.SimpleQueue()
     with ThreadPoolExecutor(max_workers=max(1, ctx.settings.per_task_concurrency)) as pool:
 
         def start_next_wave(i: int) -> None:
@@ -1151,26 +1154,24 @@ def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[In
                 for spec, order, depth, planned in wave:
                     fut = pool.submit(read_server, spec, ctx, read_order=order, topology_depth=depth,
                                       resolver=resolver, binlogs_before=binlogs_before.get(spec.name))
-                    with lock:
-                        running[fut] = (i, planned)
+                    running[fut] = (i, planned)
                     open_reads[i] += 1
+                    fut.add_done_callback(finished.put)
 
         for i in list(waves_left):
             start_next_wave(i)
         while running:
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for fut in done:
-                with lock:
-                    i, planned = running.pop(fut)
-                open_reads[i] -= 1
-                result = fut.result()
-                yield from result.rows()
-                seen = result.as_probe()
-                if planned is not None and seen is not None and seen.topology() != planned.topology():
-                    yield REPLAN, seen
-                if result.encrypted is False:
-                    yield PLAIN_TEXT, result.server["server"]
-                start_next_wave(i)
+            fut = finished.get()
+            i, planned = running.pop(fut)
+            open_reads[i] -= 1
+            result = fut.result()
+            yield from result.rows()
+            seen = result.as_probe()
+            if planned is not None and seen is not None and seen.topology() != planned.topology():
+                yield REPLAN, seen
+            if result.encrypted is False:
+                yield PLAIN_TEXT, result.server["server"]
+            start_next_wave(i)
 
 
 # --- the Spark task bodies (mapPartitions): plain values in, rows as schema tuples out ----------

@@ -156,6 +156,11 @@ class TableSchema:
     cluster_by: tuple[str, ...] = ()
     upgrades_from: int | None = None
     _by_name: Mapping[str, Column] = field(init=False, repr=False, compare=False)
+    _column_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    #: per column, what :meth:`check_row` tests, worked out once: executors check every row they
+    #: read (the read's Python, issue #21)
+    _row_checks: tuple[tuple[str, bool, tuple[type, ...], bool, bool, bool], ...] = field(
+        init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -187,10 +192,15 @@ class TableSchema:
             raise SchemaError(f"table {self.name!r}: upgrades_from {self.upgrades_from!r} must be a version "
                               f"before {self.version}")
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_column_names", tuple(c.name for c in self.columns))
+        numeric = (LogicalType.INT64, LogicalType.INT32, LogicalType.DOUBLE)
+        object.__setattr__(self, "_row_checks", tuple(
+            (c.name, c.nullable, c.type.python_types(), c.type in numeric, c.type is LogicalType.DATE,
+             c.type is LogicalType.TIMESTAMP) for c in self.columns))
 
     @property
     def column_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns)
+        return self._column_names
 
     def columns_of_version(self, version: int) -> tuple[Column, ...]:
         """The columns a table written with schema ``version`` has (those added by then)."""
@@ -224,28 +234,24 @@ class TableSchema:
     def check_row(self, row: Mapping[str, Any]) -> None:
         """Raise :class:`SchemaError` if ``row`` has unknown columns, lacks a non-nullable
         value, or holds a value of the wrong Python type."""
-        unknown = set(row) - set(self._by_name)
+        unknown = row.keys() - self._by_name.keys()
         if unknown:
             raise SchemaError(f"table {self.name!r}: unknown column(s) {sorted(unknown)!r}")
-        for col in self.columns:
-            value = row.get(col.name)
+        for name, nullable, allowed, numeric, is_date, is_timestamp in self._row_checks:
+            value = row.get(name)
             if value is None:
-                if not col.nullable:
-                    raise SchemaError(f"table {self.name!r}: column {col.name!r} must not be NULL")
+                if not nullable:
+                    raise SchemaError(f"table {self.name!r}: column {name!r} must not be NULL")
                 continue
-            allowed = col.type.python_types()
-            bad = not isinstance(value, allowed) or (
-                col.type in (LogicalType.INT64, LogicalType.INT32, LogicalType.DOUBLE)
-                and isinstance(value, bool)
-            ) or (col.type is LogicalType.DATE and isinstance(value, _dt.datetime))
-            if bad:
+            if (not isinstance(value, allowed) or (numeric and isinstance(value, bool))
+                    or (is_date and isinstance(value, _dt.datetime))):
                 raise SchemaError(
-                    f"table {self.name!r}: column {col.name!r} expects {col.type.value}, "
+                    f"table {self.name!r}: column {name!r} expects {self._by_name[name].type.value}, "
                     f"got {value!r}"
                 )
-            if col.type is LogicalType.TIMESTAMP and value.tzinfo is None:
+            if is_timestamp and value.tzinfo is None:
                 raise SchemaError(
-                    f"table {self.name!r}: column {col.name!r} needs a timezone-aware UTC "
+                    f"table {self.name!r}: column {name!r} needs a timezone-aware UTC "
                     f"timestamp, got {value!r}"
                 )
 
