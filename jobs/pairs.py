@@ -21,6 +21,7 @@ source, a moved VIP, a failover the replica has not seen yet).
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import threading
@@ -92,7 +93,10 @@ def inventory_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[InventoryServ
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_loopback(ip: str) -> bool:
+    # cached: every source a read resolves asks it of each of its addresses, and parsing an
+    # address is most of the resolution's Python (issue #21)
     try:
         return ipaddress.ip_address(ip.split("%", 1)[0]).is_loopback
     except ValueError:
