@@ -157,7 +157,9 @@ def _train(target: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m jobs.class_archive_build``: build the archive if it is missing."""
     parser = argparse.ArgumentParser(prog="python -m jobs.class_archive_build",
-                                     description=__doc__.split("\n\n")[0])
+                                     description="Build the JVM class archive of local sessions once (make "
+                                                 "class-archive runs this, after the Delta jars' install): "
+                                                 "docs/deployment.md, section 2.")
     parser.add_argument("--train", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.train is not None:
