@@ -139,8 +139,11 @@ __all__ = [
 #: Version of the model's logic, written to every failover_readiness row. 3: a sibling refused only
 #: for what it holds in its relay log streams once it has applied it (``needs_relay_log_applied``),
 #: a catch-up condition like the candidate's own relay log, not a refusal; among candidates with
-#: the same relay log to apply, an undelayed one ranks first.
-FAILOVER_MODEL_VERSION = 3
+#: the same relay log to apply, an undelayed one ranks first. 4: that relay log may hold what the
+#: candidate's running receiver was still fetching when read (lag at read time, as for any
+#: sibling): the sibling streams once the candidate has it and the sibling has applied its relay
+#: log, where v3 kept it refused (a demo under load warned on a healthy candidate).
+FAILOVER_MODEL_VERSION = 4
 
 #: The replica's receiver refuses a source with its own identity (Last_IO_Errno 13117 on 9.7:
 #: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server
@@ -601,7 +604,7 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
                          f"what {name} lacks was purged on {source_name} too, so this refusal is {name}'s own "
                          "finding, not the candidate's")
         if not already and _drains_to_stream(rc, missing_set, candidate, sibling, t_holds, t_set, r_after,
-                                             discarded):
+                                             discarded, in_flight):
             drained = simulate_auto_position_reconnect(promoted, announced_gtid_set(
                 t_holds, GtidSet.EMPTY, replica_version=t_server.version, source_version=r.version))
             if drained.kind is ReconnectKind.STREAMS:
@@ -619,7 +622,7 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
 
 def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: FailoverReplica,
                       sibling: FailoverReplica | None, holds: GtidSet | None, executed: GtidSet | None,
-                      r_after: GtidSet | None, discarded: GtidSet | None) -> bool:
+                      r_after: GtidSet | None, discarded: GtidSet | None, in_flight: GtidSet | None) -> bool:
     """Whether a sibling refused for lacking what the candidate purged holds all of it in its
     relay log, so that applied before the repoint (what the advice says, and what orchestrator's
     "stop replication nicely" does) its gtid_executed has it and the reconnect is not refused
@@ -627,10 +630,14 @@ def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: 
     the sibling stays refused:
 
     * its applier has no error (Last_SQL_Errno read and 0): it can apply the relay log;
-    * the candidate will have the sibling's whole relay backlog (``r_after``), none of it merely
-      in flight to the candidate: applying it must not give the sibling what the candidate lacks
-      (with the source down, that would be a silent divergence, where a repoint as it is would
-      have been refused), and nothing is ``discarded``;
+    * the candidate will have the sibling's whole relay backlog: in ``r_after``, or ``in_flight``
+      to it (S has it, has not purged it, and the candidate's receiver is running: lag at read
+      time, which the model never counts against a candidate, since a sibling read a moment after
+      the candidate holds what S committed in between). Applying the backlog must not give the
+      sibling what the candidate cannot obtain (with the source down, that would be a silent
+      divergence, where a repoint as it is would have been refused), and nothing is
+      ``discarded``. With some of it in flight the candidate is ``safe_after_catch_up``: it must
+      first receive it, as for any lag;
     * the sibling has the boundary parser (5.7.6+): Retrieved_Gtid_Set holds only whole
       transactions, so none of the set is a transaction cut short in the relay log;
     * the candidate logs what it replicates (log_replica_updates not OFF): otherwise any sibling
@@ -640,8 +647,8 @@ def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: 
             and sibling.channel.last_sql_errno == 0 and not sibling.applier_failing
             and sibling.server.version is not None and sibling.server.version.has_boundary_parser
             and candidate.server.log_replica_updates is not False
-            and holds is not None and executed is not None and r_after is not None
-            and missing <= holds - executed and (holds - executed) <= r_after
+            and holds is not None and executed is not None and r_after is not None and in_flight is not None
+            and missing <= holds - executed and (holds - executed) - r_after <= in_flight
             and discarded is not None and not discarded)
 
 
@@ -1310,8 +1317,19 @@ def _drain_steps(c: CandidateAssessment) -> list[str]:
     return [f"{s.sibling} lacks {s.needs_relay_log_applied.count()} transaction(s) {c.candidate} no longer has in its "
             f"binary logs ({_short(s.needs_relay_log_applied)}) and holds them in its relay log, which the repoint "
             f"would throw away: have its applier apply them before repointing it "
-            f"({_sibling_applies_relay_log(s)})."
+            f"({_sibling_applies_relay_log(s)})." + _receive_first(c, s)
             for s in c.siblings if s.needs_relay_log_applied]
+
+
+def _receive_first(c: CandidateAssessment, s: SiblingOutcome) -> str:
+    """The condition on a drain whose relay log holds what the candidate's receiver was still
+    fetching when read (``in_flight``): applied while the candidate lacks them, they would be
+    transactions the sibling has and the candidate never gets, should the source be down."""
+    if not s.in_flight:
+        return ""
+    return (f" Only once {c.candidate} has received the {s.in_flight.count()} transaction(s) of that relay log it "
+            f"lacked when read ({_short(s.in_flight)}; its receiver was running): if the source is down before "
+            f"then, do not apply them, and prefer another candidate.")
 
 
 def _advice(model: FailoverModel) -> str:

@@ -18,6 +18,8 @@ servers report it. A test compares that with what the model predicted before the
                                                 replica (topology option on that replica)
 ``cloned_server_uuid``                          a replica's datadir copied with auto.cnf kept,
                                                 started as one more replica of the same source
+``write_received_by``                           writes on a source, once the named replicas have
+                                                received them (between two reads of a model)
 ==============================================  ==============================================
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import shutil
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from jobs.sandbox.accounts import REPL_USER
 from jobs.sandbox.errors import ScenarioError
@@ -43,7 +45,7 @@ from jobs.sandbox.server import HOST, SandboxServer
 __all__ = [
     "PromotionResult", "SiblingAfterPromotion",
     "lagging_replica", "applier_stopped", "errant_in_binary_logs", "errant_purged",
-    "replica_without_log_replica_updates", "cloned_server_uuid", "promote",
+    "replica_without_log_replica_updates", "cloned_server_uuid", "write_received_by", "wait_received", "promote",
     "read_snapshots", "build_model",
 ]
 
@@ -156,6 +158,29 @@ def relay_log_the_candidate_purged(fleet: Fleet, candidate: str, behind: str, *,
                                gtid_sets={**result.gtid_sets, "candidate.gtid_purged": purged})
 
 
+def write_received_by(fleet: Fleet, source: str, replicas: Sequence[str], *, transactions: int = 2,
+                      timeout: float = 60.0) -> str:
+    """Write ``transactions`` on ``source`` and return their GTIDs once every one of ``replicas``
+    has received them (its channel from ``source``): what a busy source commits between the reads
+    of two siblings, the second of which already holds it."""
+    src = fleet.server(source)
+    before = src.gtid_executed()
+    _write(src, transactions)
+    written = src.query_value("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (before,))
+    for name in replicas:
+        wait_received(fleet, name, source, written, timeout=timeout)
+    return written
+
+
+def wait_received(fleet: Fleet, replica: str, source: str, gtids: str, *, timeout: float = 60.0) -> None:
+    """Wait until ``replica``'s channel from ``source`` has received ``gtids``."""
+    (ch,) = [c for c in fleet.topology.channels if c.replica == replica and c.source == source]
+    rep = fleet.server(replica)
+    _wait(lambda: rep.query_value("SELECT GTID_SUBSET(%s, %s)",
+                                  (gtids, channel_status(rep, ch.channel)["RECEIVED_TRANSACTION_SET"])),
+          f"{replica!r} to receive {gtids!r}", timeout)
+
+
 def replica_without_log_replica_updates(fleet: Fleet, replica: str, lagging_sibling: str, *,
                                         transactions: int = 3, timeout: float = 60.0) -> ScenarioResult:
     """``replica`` runs with log_replica_updates=OFF (a topology option); ``lagging_sibling``'s
@@ -224,8 +249,10 @@ def cloned_server_uuid(fleet: Fleet, replica: str, clone: str, *, timeout: float
 # ---------------------------------------------------------------------------------------------
 # live snapshots -> model (the only place that converts; the audit job's converters may move)
 
-def read_snapshots(fleet: Fleet, names: Sequence[str]) -> dict[str, tuple[Any, list[Any]]]:
-    """Read ``names`` in order with the collector; {name: (ServerSnapshot, [ChannelSnapshot])}."""
+def read_snapshots(fleet: Fleet, names: Sequence[str], *, after_read: Callable[[str], Any] | None = None
+                   ) -> dict[str, tuple[Any, list[Any]]]:
+    """Read ``names`` in order with the collector; {name: (ServerSnapshot, [ChannelSnapshot])}.
+    ``after_read(name)`` runs after each read (what happens on the fleet between two reads)."""
     from jobs.audit_tasks import channel_snapshot, server_snapshot
     from jobs.collector import read_server, RunContext
     from jobs.server_spec import ServerSpec
@@ -242,20 +269,24 @@ def read_snapshots(fleet: Fleet, names: Sequence[str]) -> dict[str, tuple[Any, l
             raise ScenarioError(f"the collector could not read {name!r}: {result.errors!r}")
         snap = server_snapshot({**result.server, "binary_logs": result.binary_logs})
         out[name] = (snap, [channel_snapshot(row) for row in result.channels])
+        if after_read is not None:
+            after_read(name)
     return out
 
 
-def build_model(fleet: Fleet, source: str, replicas: Sequence[str], *, other_sources: Sequence[str] = ()):
+def build_model(fleet: Fleet, source: str, replicas: Sequence[str], *, other_sources: Sequence[str] = (),
+                after_read: Callable[[str], Any] | None = None):
     """The failover model of ``source``: its replicas read first, then ``other_sources`` (the
     sources of the replicas' other channels), the source last. A replica's other channels become
     its ``other_channels_gtids`` as the audit job builds them (``_other_channels_gtids``: each
     other channel's Retrieved_Gtid_Set and its source's gtid_executed, when that source was read
-    after the replica). Returns (model, {name: (ServerSnapshot, [ChannelSnapshot])})."""
+    after the replica). ``after_read`` as for :func:`read_snapshots`. Returns (model, {name:
+    (ServerSnapshot, [ChannelSnapshot])})."""
     from gtid_core.failover import FailoverReplica, model_failover
     from jobs.audit_tasks import _other_channels_gtids
 
     order = [*replicas, *other_sources, source]
-    snaps = read_snapshots(fleet, order)
+    snaps = read_snapshots(fleet, order, after_read=after_read)
     by_port = {fleet.server(name).port: name for name in order}
     port = fleet.server(source).port
     members = []

@@ -232,6 +232,38 @@ def test_a_sibling_holding_what_the_candidate_purged_in_its_relay_log_streams_on
     assert g(promoted.candidate_gtid_executed) >= pending
 
 
+def test_a_sibling_holding_what_the_candidate_still_fetched_when_read_streams_once_both_have_it(fleet_factory):
+    """As above, and s commits 2 more transactions between the reads of r1 and r2 (a busy source: r2, read a moment
+    later, holds them in its relay log; r1's read missed them). That is lag at read time: the model says r1 is
+    safe_after_catch_up (its receiver still fetching the 2), r2 streaming once its relay log is applied, only once
+    r1 has received the 2, and no finding (a demo under load once warned r1 refuses_siblings). Promoted so (r1 has
+    them, then r2's relay log applied), r2 and s stream: nothing refused, kept or lacking."""
+    f = fleet_factory(FAN)
+    result = fs.relay_log_the_candidate_purged(f, "r1", "r2", transactions=3)
+    pending = g(result.gtid_sets["pending"])
+    later: list[str] = []
+
+    def between(name: str) -> None:
+        if name == "r1":
+            later.append(fs.write_received_by(f, "s", ["r2"], transactions=2))
+
+    model, _ = build_model(f, "s", ["r1", "r2"], after_read=between)
+    (written,) = later
+    r1 = cand(model, "r1")
+    r2 = sib(r1, "r2")
+    assert (r1.verdict, r2.result, r2.refusal) == (Verdict.SAFE_AFTER_CATCH_UP, SiblingResult.STREAMS, None)
+    assert r2.needs_relay_log_applied == pending and r2.in_flight == g(written)
+    assert model.candidates[0].candidate == "r1" and findings_of(model) == []
+
+    fs.wait_received(f, "r1", "s", written)   # the step's condition: r1 has them before r2 applies its relay log
+    promoted = fs.promote(f, "r1", ["r2", "s"], drained=["r2"])
+    for name in ("r2", "s"):
+        after = promoted.siblings[name]
+        assert not after.refused and after.io_running == "Yes", after.last_io_error
+        assert (g(after.kept), g(after.lacks)) == (GtidSet.EMPTY, GtidSet.EMPTY)
+    assert g(promoted.candidate_gtid_executed) >= pending | g(written)
+
+
 def test_log_bin_off_cannot_serve(fleet_factory):
     """r1 without a binary log: cannot_serve; promoted, every sibling fails with 13114 'Binary log is not open'."""
     f = fleet_factory(NO_BINARY_LOG)
