@@ -15,7 +15,8 @@ candidate a verdict (the gravest kind of cost, best first):
 ``safe_after_catch_up``     the same, once R has applied its relay log and its running receiver has
                             fetched what S still has and a sibling already got (lag at read time),
                             and once each sibling refused only for what its relay log holds has
-                            applied it before the repoint (``needs_relay_log_applied``, v3)
+                            applied it before the repoint (``needs_relay_log_applied``, v3), after
+                            R has applied what of it was in flight to R (v4)
 ``undetermined``            an input the model needs was not read (None); never a positive
 ``spreads_other_channels``  R replicates from other sources too: their GTIDs flow into every sibling
 ``propagates_errant``       R has transactions S never executed; they flow to every sibling
@@ -631,13 +632,14 @@ def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: 
 
     * its applier has no error (Last_SQL_Errno read and 0): it can apply the relay log;
     * the candidate will have the sibling's whole relay backlog: in ``r_after``, or ``in_flight``
-      to it (S has it, has not purged it, and the candidate's receiver is running: lag at read
-      time, which the model never counts against a candidate, since a sibling read a moment after
-      the candidate holds what S committed in between). Applying the backlog must not give the
-      sibling what the candidate cannot obtain (with the source down, that would be a silent
-      divergence, where a repoint as it is would have been refused), and nothing is
-      ``discarded``. With some of it in flight the candidate is ``safe_after_catch_up``: it must
-      first receive it, as for any lag;
+      to it (S has it, has not purged it, the candidate's receiver is running and its applier has
+      not failed: lag at read time, which the model never counts against a candidate, since a
+      sibling read a moment after the candidate holds what S committed in between; v4). Applying
+      the backlog must not give the sibling what the candidate cannot obtain (with the source
+      down, that would be a silent divergence, where a repoint as it is would have been refused),
+      and nothing is ``discarded``. With some of it in flight the candidate is
+      ``safe_after_catch_up``, and the step (:func:`_drain_condition`) has the sibling apply its
+      relay log only once the candidate has applied that part;
     * the sibling has the boundary parser (5.7.6+): Retrieved_Gtid_Set holds only whole
       transactions, so none of the set is a transaction cut short in the relay log;
     * the candidate logs what it replicates (log_replica_updates not OFF): otherwise any sibling
@@ -647,9 +649,16 @@ def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: 
             and sibling.channel.last_sql_errno == 0 and not sibling.applier_failing
             and sibling.server.version is not None and sibling.server.version.has_boundary_parser
             and candidate.server.log_replica_updates is not False
-            and holds is not None and executed is not None and r_after is not None and in_flight is not None
-            and missing <= holds - executed and (holds - executed) - r_after <= in_flight
+            and holds is not None and executed is not None and r_after is not None
+            and missing <= holds - executed and _backlog_reaches(holds - executed, r_after, in_flight)
             and discarded is not None and not discarded)
+
+
+def _backlog_reaches(backlog: GtidSet, r_after: GtidSet, in_flight: GtidSet | None) -> bool:
+    """Whether the candidate will have all of a sibling's relay ``backlog``: it is in ``r_after``,
+    or the rest is ``in_flight`` to it (known: an unknown receiver state keeps it refused)."""
+    rest = backlog - r_after
+    return not rest or (in_flight is not None and rest <= in_flight)
 
 
 def _readiness(r: ServerSnapshot) -> tuple[str | None, list[str], bool]:
@@ -789,7 +798,7 @@ def _assess(source: ServerSnapshot, source_name: str, candidate: FailoverReplica
                 f"transaction(s)): repointed before that, it lacks {s.needs_relay_log_applied.count()} "
                 f"{candidate.name} purged ({_short(s.needs_relay_log_applied, 120)}) and is refused "
                 f"({ER_MASTER_HAS_PURGED_REQUIRED_GTIDS}); before repointing it, "
-                f"{_sibling_applies_relay_log(s)}"
+                f"{_drain_condition(candidate.name, source_name, s)}{_sibling_applies_relay_log(s)}"
                 for s in drains]
     if len(reasons) > MAX_REASONS:
         # one reason per sibling: a source with 200 replicas would repeat 200 of them on each of
@@ -1317,19 +1326,25 @@ def _drain_steps(c: CandidateAssessment) -> list[str]:
     return [f"{s.sibling} lacks {s.needs_relay_log_applied.count()} transaction(s) {c.candidate} no longer has in its "
             f"binary logs ({_short(s.needs_relay_log_applied)}) and holds them in its relay log, which the repoint "
             f"would throw away: have its applier apply them before repointing it "
-            f"({_sibling_applies_relay_log(s)})." + _receive_first(c, s)
+            f"({_drain_condition(c.candidate, c.source, s)}{_sibling_applies_relay_log(s)})."
             for s in c.siblings if s.needs_relay_log_applied]
 
 
-def _receive_first(c: CandidateAssessment, s: SiblingOutcome) -> str:
-    """The condition on a drain whose relay log holds what the candidate's receiver was still
-    fetching when read (``in_flight``): applied while the candidate lacks them, they would be
-    transactions the sibling has and the candidate never gets, should the source be down."""
-    if not s.in_flight:
+def _drain_condition(candidate: str, source: str, s: SiblingOutcome) -> str:
+    """What must hold before sibling ``s`` applies its relay log for ``candidate``, when that
+    relay log holds what the candidate's receiver was still fetching when read (``in_flight``,
+    v4): the candidate has applied it. Applied on the sibling while the candidate lacks them, with
+    the source down, they would be transactions the sibling has and the candidate never gets;
+    empty when nothing of the relay log was in flight."""
+    gate = (s.in_flight & s.relay_backlog) if s.in_flight is not None and s.relay_backlog is not None else None
+    if not gate:
         return ""
-    return (f" Only once {c.candidate} has received the {s.in_flight.count()} transaction(s) of that relay log it "
-            f"lacked when read ({_short(s.in_flight)}; its receiver was running): if the source is down before "
-            f"then, do not apply them, and prefer another candidate.")
+    text = _short(gate, 120)
+    return (f"first wait until {candidate} has applied the {gate.count()} transaction(s) of {s.sibling}'s relay log "
+            f"it lacked when read (its receiver was running): SELECT GTID_SUBSET('{gate.to_text(multiline=False)}', "
+            f"@@GLOBAL.gtid_executed) returns 1 on {candidate}; should {source} be down before then, {candidate} "
+            f"never gets them ({text}): do not repoint {s.sibling} to {candidate} after applying them, promote "
+            f"another candidate ({s.sibling} holds them) or salvage them into {candidate} from {s.sibling}; then ")
 
 
 def _advice(model: FailoverModel) -> str:

@@ -45,7 +45,7 @@ from jobs.sandbox.server import HOST, SandboxServer
 __all__ = [
     "PromotionResult", "SiblingAfterPromotion",
     "lagging_replica", "applier_stopped", "errant_in_binary_logs", "errant_purged",
-    "replica_without_log_replica_updates", "cloned_server_uuid", "write_received_by", "wait_received", "promote",
+    "replica_without_log_replica_updates", "cloned_server_uuid", "write_received_by", "wait_received", "wait_applied", "promote",
     "read_snapshots", "build_model",
 ]
 
@@ -170,6 +170,13 @@ def write_received_by(fleet: Fleet, source: str, replicas: Sequence[str], *, tra
     for name in replicas:
         wait_received(fleet, name, source, written, timeout=timeout)
     return written
+
+
+def wait_applied(fleet: Fleet, server: str, gtids: str, *, timeout: float = 60.0) -> None:
+    """Wait until ``server``'s gtid_executed holds ``gtids`` (the check a failover step gives)."""
+    srv = fleet.server(server)
+    _wait(lambda: srv.query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (gtids,)),
+          f"{server!r} to apply {gtids!r}", timeout)
 
 
 def wait_received(fleet: Fleet, replica: str, source: str, gtids: str, *, timeout: float = 60.0) -> None:

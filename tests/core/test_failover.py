@@ -662,9 +662,48 @@ def test_a_sibling_whose_relay_log_holds_what_the_candidate_still_fetches_stream
                                                                   g(f"{S}:11-20"))
     assert r1.verdict is Verdict.SAFE_AFTER_CATCH_UP
     assert any("still fetching 10 transaction(s)" in r for r in r1.reasons)
-    steps = " ".join(fo._drain_steps(r1))
-    assert f"Only once r1 has received the 10 transaction(s) of that relay log it lacked when read ({S}:11-20" in steps
+    gate = (f"first wait until r1 has applied the 10 transaction(s) of t's relay log it lacked when read (its "
+            f"receiver was running): SELECT GTID_SUBSET('{S}:11-20', @@GLOBAL.gtid_executed) returns 1 on r1; should "
+            f"s be down before then, r1 never gets them")
+    # the condition comes before the steps, in the finding's advice and in the table's reasons alike
+    (step,) = fo._drain_steps(r1)
+    assert gate in step and step.index(gate) < step.index("STOP REPLICA")
+    (row,) = [r for r in failover_rows(model) if r["candidate"] == "r1" and r["sibling"] == "t"]
+    assert gate in row["verdict_reasons"]
     assert check_ids(model) == []
+
+
+def test_no_drain_condition_when_the_candidate_had_the_whole_relay_log():
+    """The drain of a sibling whose relay log the candidate had whole when read carries no condition (v3's case),
+    nor does one whose in-flight part is outside the relay log (it applied that part already)."""
+    model = _drain_model(0)
+    (step,) = fo._drain_steps(cand(model, "r1"))
+    assert "first wait until" not in step
+    # t applied S:21 (a gap a multi-threaded applier leaves), which r1 still fetches; its relay log is within r1's
+    model = model_failover(source(f"{S}:1-21"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"),
+                                                 replica("t", R2, 3, f"{S}:21", f"{S}:1-21")])
+    r1 = cand(model, "r1")
+    assert sib(r1, "t").result is SiblingResult.STREAMS and sib(r1, "t").in_flight == g(f"{S}:21")
+    assert r1.verdict is Verdict.SAFE_AFTER_CATCH_UP and "first wait until" not in " ".join(fo._drain_steps(r1))
+
+
+def test_a_relay_log_beyond_the_candidate_with_what_the_source_lacks_stays_refused():
+    """t's relay log also holds a transaction s never executed (X:1, beyond r1): it is not in flight to r1, so
+    applied, t would hold what r1 never gets: t stays refused."""
+    model = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10"),
+                                                 replica("t", R2, 3, "", f"{S}:1-20,{X}:1")])
+    assert sib(cand(model, "r1"), "t").result is SiblingResult.REFUSED
+
+
+def test_an_unknown_receiver_keeps_a_drain_within_the_candidate():
+    """r1's receiver state unknown: a relay log r1 had whole when read still drains (as in v3); one holding what r1
+    may still fetch keeps the sibling refused (in flight is not known)."""
+    within = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10", io=None),
+                                                  replica("t", R2, 3, "", f"{S}:1-20")])
+    assert sib(cand(within, "r1"), "t").result is SiblingResult.STREAMS
+    beyond = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-10", io=None),
+                                                  replica("t", R2, 3, "", f"{S}:1-20")])
+    assert sib(cand(beyond, "r1"), "t").result is SiblingResult.REFUSED
 
 
 @pytest.mark.parametrize("receiver", ["stopped", "purged on s"])
@@ -677,8 +716,9 @@ def test_a_sibling_whose_relay_log_holds_what_the_candidate_cannot_get_stays_ref
                            [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-10", io=io),
                             replica("t", R2, 3, "", f"{S}:1-20")])
     r1 = cand(model, "r1")
-    assert (sib(r1, "t").result, sib(r1, "t").needs_relay_log_applied) == (SiblingResult.REFUSED, None)
-    assert r1.verdict.unsafe
+    t = sib(r1, "t")
+    assert (t.result, t.needs_relay_log_applied, t.discarded) == (SiblingResult.REFUSED, None, g(f"{S}:11-20"))
+    assert r1.verdict is Verdict.LOSES_TRANSACTIONS
 
 
 def test_a_candidate_without_log_replica_updates_keeps_its_refusals():

@@ -233,11 +233,12 @@ def test_a_sibling_holding_what_the_candidate_purged_in_its_relay_log_streams_on
 
 
 def test_a_sibling_holding_what_the_candidate_still_fetched_when_read_streams_once_both_have_it(fleet_factory):
-    """As above, and s commits 2 more transactions between the reads of r1 and r2 (a busy source: r2, read a moment
+    """As above, and s commits 4 more transactions between the reads of r1 and r2 (a busy source: r2, read a moment
     later, holds them in its relay log; r1's read missed them). That is lag at read time: the model says r1 is
-    safe_after_catch_up (its receiver still fetching the 2), r2 streaming once its relay log is applied, only once
-    r1 has received the 2, and no finding (a demo under load once warned r1 refuses_siblings). Promoted so (r1 has
-    them, then r2's relay log applied), r2 and s stream: nothing refused, kept or lacking."""
+    safe_after_catch_up (its receiver still fetching the 4), r2 streaming once its relay log is applied, only once
+    r1 has applied the 4 (the step's condition, in the table's reasons), and no finding (a demo under load once
+    warned r1 refuses_siblings). Promoted so (r1 has them, then r2's relay log applied), r2 and s stream: nothing
+    refused, kept or lacking."""
     f = fleet_factory(FAN)
     result = fs.relay_log_the_candidate_purged(f, "r1", "r2", transactions=3)
     pending = g(result.gtid_sets["pending"])
@@ -254,8 +255,11 @@ def test_a_sibling_holding_what_the_candidate_still_fetched_when_read_streams_on
     assert (r1.verdict, r2.result, r2.refusal) == (Verdict.SAFE_AFTER_CATCH_UP, SiblingResult.STREAMS, None)
     assert r2.needs_relay_log_applied == pending and r2.in_flight == g(written)
     assert model.candidates[0].candidate == "r1" and findings_of(model) == []
+    (row,) = [r for r in failover_rows(model) if r["candidate"] == "r1" and r["sibling"] == "r2"]
+    assert (f"first wait until r1 has applied the {g(written).count()} transaction(s) of r2's relay log it lacked "
+            f"when read") in row["verdict_reasons"]
 
-    fs.wait_received(f, "r1", "s", written)   # the step's condition: r1 has them before r2 applies its relay log
+    fs.wait_applied(f, "r1", written)   # the step's condition: r1 has them before r2 applies its relay log
     promoted = fs.promote(f, "r1", ["r2", "s"], drained=["r2"])
     for name in ("r2", "s"):
         after = promoted.siblings[name]
