@@ -1254,10 +1254,20 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
         elif s.refusal == ER_MASTER_HAS_PURGED_REQUIRED_GTIDS and s.refused_missing:
             text = (f"{s.sibling} lacks {s.refused_missing.count()} transaction(s) {c.candidate} no longer has in its "
                     f"binary logs ({_short(s.refused_missing)}): ")
-            if s.relay_backlog is not None and s.refused_missing <= s.relay_backlog:
+            beyond = _minus(s.relay_backlog, c.promoted_gtid_executed)
+            if s.relay_backlog is not None and s.refused_missing <= s.relay_backlog and beyond is not None \
+                    and not beyond:
                 text += (f"{s.sibling} holds them in its relay log, which the repoint would throw away: have its "
                          f"applier apply them before repointing it "
                          f"({_sibling_applies_relay_log(s)}).")
+            elif s.relay_backlog is not None and s.refused_missing <= s.relay_backlog:
+                # applying the relay log would also give the sibling what the candidate may never have
+                what = f"{beyond.count()} transaction(s) ({_short(beyond)})" if beyond else "transactions"
+                text += (f"{s.sibling} holds them in its relay log, but also {what} {c.candidate} was not known to "
+                         f"have when read: applied before the repoint, those would be on {s.sibling} and not on "
+                         f"{c.candidate}, a silent divergence. Have {c.candidate} get them first (its receiver "
+                         f"running while {model.source} is up), then apply {s.sibling}'s relay log before repointing "
+                         f"it ({_sibling_applies_relay_log(s)}); or prefer another candidate.")
             else:
                 text += (f"let {s.sibling} catch up from {model.source} while {model.source} is up (its receiver "
                          f"running), or plan to reprovision it from {c.candidate} after the promotion.")

@@ -719,6 +719,10 @@ def test_a_sibling_whose_relay_log_holds_what_the_candidate_cannot_get_stays_ref
     t = sib(r1, "t")
     assert (t.result, t.needs_relay_log_applied, t.discarded) == (SiblingResult.REFUSED, None, g(f"{S}:11-20"))
     assert r1.verdict is Verdict.LOSES_TRANSACTIONS
+    # the remediation does not have t apply its relay log as it is: that would give t S:11-20, which r1 lacks
+    (step,) = [x for x in fo._salvage_steps(model, r1) if x.startswith("t lacks")]
+    assert f"but also 10 transaction(s) ({S}:11-20) r1 was not known to have when read" in step
+    assert step.index("Have r1 get them first") < step.index("STOP REPLICA")
 
 
 def test_a_candidate_without_log_replica_updates_keeps_its_refusals():
