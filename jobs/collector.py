@@ -1143,8 +1143,8 @@ def read_groups(groups: Iterable[Group], ctx: RunContext, inventory: Sequence[In
     running: dict[Any, tuple[int, Probe | None]] = {}       # future -> (group index, planned probe)
     open_reads = {i: 0 for i in waves_left}
     # reads as they finish, in that order: one put per read (from its thread), one get here. The
-    # futures module's wait() takes and releases the lock of every running read on each call: a
-    # tenth of a task's Python with 8 threads (docs/benchmarks.md, "The read task's own Python")
+    # futures module's wait() takes and releases the lock of every running read on each call: with
+    # the schema checks, 13-35 % of a task's Python (docs/benchmarks.md, "The read task's own Python")
     finished: queue.SimpleQueue = queue.SimpleQueue()
     with ThreadPoolExecutor(max_workers=max(1, ctx.settings.per_task_concurrency)) as pool:
 
