@@ -143,8 +143,10 @@ __all__ = [
 #: the same relay log to apply, an undelayed one ranks first. 4: that relay log may hold what the
 #: candidate's running receiver was still fetching when read (lag at read time, as for any
 #: sibling): the sibling streams once the candidate has it and the sibling has applied its relay
-#: log, where v3 kept it refused (a demo under load warned on a healthy candidate).
-FAILOVER_MODEL_VERSION = 4
+#: log, where v3 kept it refused (a demo under load warned on a healthy candidate). 5: when that
+#: part is not known to be in flight only because the candidate's receiver state was not read, the
+#: sibling is undetermined, not refused (v4 warned from an input not read).
+FAILOVER_MODEL_VERSION = 5
 
 #: The replica's receiver refuses a source with its own identity (Last_IO_Errno 13117 on 9.7:
 #: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server
@@ -529,6 +531,7 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
         notes.append(note)
 
     catch_up = lost = discarded = in_flight = t_errant = to_t = salvageable = errant_lost = other = None
+    fetchable = None    # what R's receiver would still fetch from S if it runs (S has it, not purged)
     if t_set is not None and r_now is not None and r_after is not None:
         catch_up = (t_set - r_now) & r_after
     if t_holds is not None and s_exec is not None:
@@ -548,7 +551,7 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
         if failing is True or candidate.applier_failing:   # R cannot apply anything it lacks now
             every, in_flight = missing, GtidSet.EMPTY
         elif gone is not None:                # purged on S: R can never fetch them
-            every = gone
+            every, fetchable = gone, rest
             in_flight = rest if failing is False else (GtidSet.EMPTY if not rest else None)
         elif not missing:
             every, in_flight = GtidSet.EMPTY, GtidSet.EMPTY
@@ -604,14 +607,22 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
             notes.append(f"{source_name} itself already refuses {name} (source_purged_required_gtids on {name}): "
                          f"what {name} lacks was purged on {source_name} too, so this refusal is {name}'s own "
                          "finding, not the candidate's")
-        if not already and _drains_to_stream(rc, missing_set, candidate, sibling, t_holds, t_set, r_after,
-                                             discarded, in_flight):
+        drains = False if already else _drains_to_stream(rc, missing_set, candidate, sibling, t_holds, t_set,
+                                                          r_after, discarded, in_flight, fetchable)
+        if drains is not False:
             drained = simulate_auto_position_reconnect(promoted, announced_gtid_set(
                 t_holds, GtidSet.EMPTY, replica_version=t_server.version, source_version=r.version))
-            if drained.kind is ReconnectKind.STREAMS:
+            if drained.kind is ReconnectKind.STREAMS and drains is True:
                 return outcome(SiblingResult.STREAMS, needs_relay_log_applied=missing_set, rule=(
                     f"streams once its relay log is applied: repointed before that, the repoint purges the "
                     f"relay log and {candidate.name} refuses it ({rc.error}: {rc.rule})"))
+            if drained.kind is ReconnectKind.STREAMS:   # v5: whether R gets the rest is unknown, not a refusal
+                beyond = (t_holds - t_set) - r_after
+                return outcome(SiblingResult.UNDETERMINED, rule=(
+                    f"streams once its relay log is applied only if {candidate.name} first gets the "
+                    f"{beyond.count()} transaction(s) of that relay log it lacked when read "
+                    f"({_short(beyond, 120)}): whether {candidate.name}'s receiver runs was not read "
+                    f"(repointed as it is, {candidate.name} refuses it: {rc.error}: {rc.rule})"))
         return outcome(SiblingResult.REFUSED, refusal=rc.error, refused_missing=missing_set, rule=rc.rule,
                        already_refused=already)
     if rc.kind is ReconnectKind.STREAMS_SKIPPING_PURGED:
@@ -623,7 +634,8 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
 
 def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: FailoverReplica,
                       sibling: FailoverReplica | None, holds: GtidSet | None, executed: GtidSet | None,
-                      r_after: GtidSet | None, discarded: GtidSet | None, in_flight: GtidSet | None) -> bool:
+                      r_after: GtidSet | None, discarded: GtidSet | None, in_flight: GtidSet | None,
+                      fetchable: GtidSet | None = None) -> bool | None:
     """Whether a sibling refused for lacking what the candidate purged holds all of it in its
     relay log, so that applied before the repoint (what the advice says, and what orchestrator's
     "stop replication nicely" does) its gtid_executed has it and the reconnect is not refused
@@ -644,21 +656,35 @@ def _drains_to_stream(rc: ReconnectOutcome, missing: GtidSet | None, candidate: 
       transactions, so none of the set is a transaction cut short in the relay log;
     * the candidate logs what it replicates (log_replica_updates not OFF): otherwise any sibling
       behind it is refused whatever its relay log holds when the source fails (the structural
-      refuses_siblings reason), and it keeps its refusals as v2 did."""
-    return (sibling is not None and rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED and bool(missing)
+      refuses_siblings reason), and it keeps its refusals as v2 did.
+
+    None (v5) when every condition holds but the second is unknown only because the candidate's
+    receiver state was not read (``in_flight`` None) with part of the backlog beyond ``r_after``,
+    all of it ``fetchable`` (S has it and has not purged it):
+    the sibling then streams or is lost to divergence depending on that receiver, so the outcome is
+    undetermined, never a refusal the server was not shown to make (v4 kept it refused, a warning
+    from an input not read)."""
+    if not (sibling is not None and rc.kind is ReconnectKind.SOURCE_PURGED_REQUIRED and bool(missing)
             and sibling.channel.last_sql_errno == 0 and not sibling.applier_failing
             and sibling.server.version is not None and sibling.server.version.has_boundary_parser
             and candidate.server.log_replica_updates is not False
             and holds is not None and executed is not None and r_after is not None
-            and missing <= holds - executed and _backlog_reaches(holds - executed, r_after, in_flight)
-            and discarded is not None and not discarded)
+            and missing <= holds - executed and discarded is not None and not discarded):
+        return False
+    return _backlog_reaches(holds - executed, r_after, in_flight, fetchable)
 
 
-def _backlog_reaches(backlog: GtidSet, r_after: GtidSet, in_flight: GtidSet | None) -> bool:
+def _backlog_reaches(backlog: GtidSet, r_after: GtidSet, in_flight: GtidSet | None,
+                     fetchable: GtidSet | None = None) -> bool | None:
     """Whether the candidate will have all of a sibling's relay ``backlog``: it is in ``r_after``,
-    or the rest is ``in_flight`` to it (known: an unknown receiver state keeps it refused)."""
+    or the rest is ``in_flight`` to it. None when the rest is ``fetchable`` from S but whether the
+    candidate's receiver runs is unknown (``in_flight`` None)."""
     rest = backlog - r_after
-    return not rest or (in_flight is not None and rest <= in_flight)
+    if not rest:
+        return True
+    if in_flight is not None:
+        return rest <= in_flight
+    return None if fetchable is not None and rest <= fetchable else False
 
 
 def _readiness(r: ServerSnapshot) -> tuple[str | None, list[str], bool]:

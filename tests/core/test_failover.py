@@ -696,14 +696,28 @@ def test_a_relay_log_beyond_the_candidate_with_what_the_source_lacks_stays_refus
 
 
 def test_an_unknown_receiver_keeps_a_drain_within_the_candidate():
-    """r1's receiver state unknown: a relay log r1 had whole when read still drains (as in v3); one holding what r1
-    may still fetch keeps the sibling refused (in flight is not known)."""
+    """r1's receiver state unknown: a relay log r1 had whole when read still drains (as in v3). One holding what r1
+    may still fetch from s makes t undetermined (v5): whether t streams once drained or would diverge depends on
+    r1's receiver, which was not read, so r1 is undetermined and nothing is reported (v4 kept t refused and warned
+    refuses_siblings from an input not read). What s never had stays a known refusal."""
     within = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20", purged=f"{S}:1-10", io=None),
                                                   replica("t", R2, 3, "", f"{S}:1-20")])
     assert sib(cand(within, "r1"), "t").result is SiblingResult.STREAMS
     beyond = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-10", io=None),
                                                   replica("t", R2, 3, "", f"{S}:1-20")])
-    assert sib(cand(beyond, "r1"), "t").result is SiblingResult.REFUSED
+    r1 = cand(beyond, "r1")
+    t = sib(r1, "t")
+    assert (t.result, t.refusal, t.needs_relay_log_applied) == (SiblingResult.UNDETERMINED, None, None)
+    assert t.rule.startswith(f"streams once its relay log is applied only if r1 first gets the 10 transaction(s) of "
+                             f"that relay log it lacked when read ({S}:11-20): whether r1's receiver runs was not read")
+    assert r1.verdict is Verdict.UNDETERMINED and check_ids(beyond) == []
+    errant = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-10", io=None),
+                                                  replica("t", R2, 3, "", f"{S}:1-20,{X}:1")])
+    assert sib(cand(errant, "r1"), "t").result is SiblingResult.REFUSED
+    purged = model_failover(source(f"{S}:1-20", purged=f"{S}:1-15"),
+                            [replica("r1", R1, 2, f"{S}:1-10", purged=f"{S}:1-10", io=None),
+                             replica("t", R2, 3, "", f"{S}:1-20")])
+    assert sib(cand(purged, "r1"), "t").result is SiblingResult.REFUSED
 
 
 @pytest.mark.parametrize("receiver", ["stopped", "purged on s"])
