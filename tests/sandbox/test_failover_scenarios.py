@@ -268,6 +268,43 @@ def test_a_sibling_holding_what_the_candidate_still_fetched_when_read_streams_on
     assert g(promoted.candidate_gtid_executed) >= pending | g(written)
 
 
+def test_a_sibling_drained_before_the_candidate_has_what_it_still_fetched_keeps_what_the_candidate_never_gets(
+        fleet_factory):
+    """The other side of the step's condition. The model reads the same state as above (r1's receiver running when
+    read, r2 holding in its relay log 4 transactions r1 lacked then), but r1's receiver stops right after r1's read,
+    before s commits them (s unreachable from r1), and s then crashes (SIGKILL): r1 never gets them, and the
+    condition ("SELECT GTID_SUBSET(...) returns 1 on r1") never holds. Drained and repointed all the same, r2 streams
+    from r1 without any error and keeps the 4, which r1 never has: the silent divergence that the step's "do not
+    repoint r2 to r1 after applying them" prevents."""
+    f = fleet_factory(FAN)
+    fs.relay_log_the_candidate_purged(f, "r1", "r2", transactions=3)
+    later: list[str] = []
+
+    def between(name: str) -> None:
+        if name == "r1":
+            f.server("r1").execute("STOP REPLICA IO_THREAD FOR CHANNEL ''")
+            later.append(fs.write_received_by(f, "s", ["r2"], transactions=2))
+
+    model, _ = build_model(f, "s", ["r1", "r2"], after_read=between)
+    (written,) = later
+    r1 = cand(model, "r1")
+    r2 = sib(r1, "r2")
+    assert (r1.verdict, r2.result, r2.in_flight) == (Verdict.SAFE_AFTER_CATCH_UP, SiblingResult.STREAMS, g(written))
+    (row,) = [r for r in failover_rows(model) if r["candidate"] == "r1" and r["sibling"] == "r2"]
+    condition = f"SELECT GTID_SUBSET('{g(written).to_text(multiline=False)}', @@GLOBAL.gtid_executed) returns 1 on r1"
+    assert condition in row["verdict_reasons"]
+    assert "should s be down before then, r1 never gets them" in row["verdict_reasons"]
+    assert "do not repoint r2 to r1 after applying them" in row["verdict_reasons"]
+
+    f.server("s").kill()
+    assert f.server("r1").query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (written,)) == 0
+    promoted = fs.promote(f, "r1", ["r2"], drained=["r2"])
+    after = promoted.siblings["r2"]
+    assert not after.refused and after.io_running == "Yes", after.last_io_error
+    assert (g(after.kept), g(after.lacks)) == (g(written), GtidSet.EMPTY)
+    assert not g(promoted.candidate_gtid_executed) & g(written)
+
+
 def test_log_bin_off_cannot_serve(fleet_factory):
     """r1 without a binary log: cannot_serve; promoted, every sibling fails with 13114 'Binary log is not open'."""
     f = fleet_factory(NO_BINARY_LOG)
