@@ -39,7 +39,8 @@ second channel (``s`` could never catch up).
    CHANNEL c``; ``RESET REPLICA ALL FOR CHANNEL c``. Only ``s``'s channel: a second channel keeps
    running.
 4. On each sibling T and on ``s``: ``STOP REPLICA FOR CHANNEL c`` (its channel from ``s``; ``s`` has
-   none unless in a cycle, then its channel from the replica), ``CHANGE REPLICATION SOURCE TO`` R
+   none unless in a cycle, then its channel from the replica, stopped before step 3: ``s`` has
+   failed, and nothing reaches it through a sibling repointed before it), ``CHANGE REPLICATION SOURCE TO`` R
    with ``SOURCE_AUTO_POSITION=1`` and ``SOURCE_DELAY=0`` (chosen: a delayed sibling applies at
    once, so what it keeps and receives is read from its gtid_executed, not guessed from the relay
    log; the delay changes when, not what), ``START REPLICA FOR CHANNEL c``. The CHANGE purges T's
@@ -654,6 +655,12 @@ def promote_candidate(fleet: Fleet, spec: TrialSpec, timeout: float = TIMEOUT,
     each sibling in ``drained`` once it has applied its relay log; return what every server did,
     as the servers report it."""
     r, s = fleet.server(spec.candidate), fleet.server("s")
+    cycle = [src for rep, src, _ in spec.channels if rep == "s"]
+    if cycle:
+        # s has failed: its own channel (a cycle) receives nothing while the others are repointed,
+        # or what R spreads reaches s through a repointed sibling before s's own repoint (seeds 8283,
+        # 8350, 8373: s's "got" empty, its spread already in its "before")
+        s.execute(f"STOP REPLICA FOR CHANNEL '{_ch(spec, 's', cycle[0]).channel}'")
     s_before = _executed(s)
     c = f"FOR CHANNEL '{_ch(spec, spec.candidate, 's').channel}'"
     if channel_status(r, _ch(spec, spec.candidate, "s").channel)["SQL_Delay"]:
@@ -681,7 +688,6 @@ def promote_candidate(fleet: Fleet, spec: TrialSpec, timeout: float = TIMEOUT,
 
     siblings = [t for t in spec.replicas if t != spec.candidate] + ["s"]
     channel = {t: _ch(spec, t, "s").channel for t in spec.replicas}
-    cycle = [src for rep, src, _ in spec.channels if rep == "s"]
     channel["s"] = _ch(spec, "s", cycle[0]).channel if cycle else ""
     before: dict[str, dict[str, Any]] = {}
     for name in siblings:
