@@ -36,6 +36,8 @@ from jobs.sandbox.scenarios import (
     ScenarioResult,
     _channel,
     _wait,
+    _wait_has,
+    _wait_received,
     _write,
     channel_status,
     errant_transaction,
@@ -97,9 +99,7 @@ def applier_stopped(fleet: Fleet, replica: str, *, transactions: int = 3, timeou
     before = src.gtid_executed()
     _write(src, transactions)
     written = src.query_value("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (before,))
-    _wait(lambda: rep.query_value("SELECT GTID_SUBSET(%s, %s)",
-                                  (written, channel_status(rep, ch.channel)["RECEIVED_TRANSACTION_SET"])),
-          f"{replica!r} to receive {written!r}", timeout)
+    _wait_received(rep, ch.channel, written, timeout)
     fleet.wait_caught_up(timeout=timeout, channels=[c for c in fleet.topology.channels
                                                     if c.source == ch.source and c.replica != replica])
     pending = _subtract(rep, channel_status(rep, ch.channel)["RECEIVED_TRANSACTION_SET"], rep.gtid_executed())
@@ -174,18 +174,13 @@ def write_received_by(fleet: Fleet, source: str, replicas: Sequence[str], *, tra
 
 def wait_applied(fleet: Fleet, server: str, gtids: str, *, timeout: float = 60.0) -> None:
     """Wait until ``server``'s gtid_executed holds ``gtids`` (the check a failover step gives)."""
-    srv = fleet.server(server)
-    _wait(lambda: srv.query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (gtids,)),
-          f"{server!r} to apply {gtids!r}", timeout)
+    _wait_has(fleet.server(server), gtids, timeout)
 
 
 def wait_received(fleet: Fleet, replica: str, source: str, gtids: str, *, timeout: float = 60.0) -> None:
     """Wait until ``replica``'s channel from ``source`` has received ``gtids``."""
     (ch,) = [c for c in fleet.topology.channels if c.replica == replica and c.source == source]
-    rep = fleet.server(replica)
-    _wait(lambda: rep.query_value("SELECT GTID_SUBSET(%s, %s)",
-                                  (gtids, channel_status(rep, ch.channel)["RECEIVED_TRANSACTION_SET"])),
-          f"{replica!r} to receive {gtids!r}", timeout)
+    _wait_received(fleet.server(replica), ch.channel, gtids, timeout)
 
 
 def replica_without_log_replica_updates(fleet: Fleet, replica: str, lagging_sibling: str, *,

@@ -150,6 +150,13 @@ def _wait_has(server: SandboxServer, gtids: str, timeout: float = 60.0) -> None:
     _wait(lambda: _has_all(server, gtids), f"{server.name!r} to apply {gtids!r}", timeout)
 
 
+def _wait_received(server: SandboxServer, channel: str, gtids: str, timeout: float = 60.0) -> None:
+    """Wait until ``server``'s ``channel`` has received ``gtids`` (its RECEIVED_TRANSACTION_SET)."""
+    _wait(lambda: server.query_value("SELECT GTID_SUBSET(%s, %s)",
+                                     (gtids, channel_status(server, channel)["RECEIVED_TRANSACTION_SET"])),
+          f"{server.name!r} to receive {gtids!r}", timeout)
+
+
 def _running_channels_from(fleet: Fleet, source: str, exclude: ChannelSpec | None = None) -> list[ChannelSpec]:
     result = []
     for ch in fleet.topology.channels:
@@ -691,9 +698,7 @@ def add_delayed_replica(fleet: Fleet, name: str, source: str, *, delay_s: int = 
     rep.execute(f"CHANGE REPLICATION SOURCE TO SOURCE_DELAY = {int(delay_s)} FOR CHANNEL '{channel}'",
                 f"START REPLICA FOR CHANNEL '{channel}'")
     source_executed = fleet.server(source).gtid_executed()
-    _wait(lambda: rep.query_value("SELECT GTID_SUBSET(%s, %s)",
-                                  (source_executed, channel_status(rep, channel)["RECEIVED_TRANSACTION_SET"])),
-          f"{name!r} to receive {source_executed!r}")
+    _wait_received(rep, channel, source_executed)
     result = delayed_replica(fleet, name, delay_s=delay_s, channel=channel)
     return dataclasses.replace(result, name="add_delayed_replica")
 
