@@ -293,7 +293,9 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     t_phase = time.monotonic()
     if config.discovery.enabled:
         specs, probes = discover(spark, config, specs)
-    prev, planned = _plan_from_previous_run(config, warehouse, run_id, specs)
+    prev = (previous_run.previous_run(spark, warehouse, run_id)
+            if config.collection.use_previous_run else None)
+    planned = previous_run.planning_probes(spark, warehouse, prev, specs) if prev else {}
     missing = [s for s in specs if s.name not in probes and s.name not in planned]
     if prev:   # unknown to the previous run: planned alone; its read tells where it belongs
         planned.update((s.name, Probe(s.name, None)) for s in missing)
@@ -353,25 +355,6 @@ def run_collect(spark, config: GtidAuditConfig, *, run_id: str | None = None,
     }], warehouse=warehouse, run_id=run_id)
     summary.seconds = time.monotonic() - t0
     return summary
-
-
-def _plan_from_previous_run(config: GtidAuditConfig, warehouse: str, run_id: str, specs: Sequence[ServerSpec]
-                            ) -> tuple[previous_run.PreviousRun | None, dict[str, Probe]]:
-    """The previous run and the probes planned from its tables (:mod:`jobs.previous_run`, read
-    with delta-rs); ``(None, {})`` on a first night, with ``collection.use_previous_run`` off, or
-    when delta-rs cannot read the tables: that night is planned as a first night (every server
-    probed, every header read), with a warning."""
-    if not config.collection.use_previous_run:
-        return None, {}
-    so = dict(config.storage_options or {}) or None
-    try:
-        prev = previous_run.previous_run(warehouse, run_id, so)
-        return prev, (previous_run.planning_probes(warehouse, prev, specs, so) if prev else {})
-    except previous_run.PreviousRunUnreadable as exc:
-        log.warning("collect: the previous run's tables cannot be read with delta-rs (%s); this night is planned "
-                    "as a first night: every server probed, every binary-log header read (set storage_options "
-                    "for the warehouse's object store: README, Configuration)", exc)
-        return None, {}
 
 
 def _write_tables(spark, rows, ctx: RunContext, warehouse: str, prev) -> CollectSummary:

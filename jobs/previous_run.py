@@ -20,33 +20,23 @@ Two reads a night can do without (issue #21, docs/collection.md "Later nights"):
    nothing reset its binary logs since (``jobs.collector.PreviousBinlogs``), and the
    ``Previous_gtids`` is taken from last night's row (:func:`restore_reused_headers`).
 
-The previous run and its topology are read with delta-rs (:func:`jobs.delta_io.scan_arrow`), on
-the driver and without Spark: the first Delta query of a session costs its JVM several seconds
-(class loading, the JIT), and on a later night it stood before the first server was read
-(docs/benchmarks.md, "The previous run read without Spark"). A warehouse that delta-rs cannot read
-(an object store without ``storage_options``) raises :class:`PreviousRunUnreadable`, and the night
-is planned as a first night. The driver holds one small :class:`Probe` per server (as the probe
-stage did); the binary-log rows and their summaries stay on the executors, read with Spark.
+The driver holds one small :class:`Probe` per server (as the probe stage did); the binary-log
+rows and their summaries stay on the executors.
 """
 from __future__ import annotations
 
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Sequence
 
-from jobs.delta_io import DeltaIOError, TableNotFoundError, read_frame, scan_arrow
+from jobs.delta_io import TableNotFoundError, read_frame
 from jobs.read_plan import Probe
 from jobs.server_spec import ServerSpec
 
-__all__ = ["PreviousRun", "PreviousRunUnreadable", "previous_run", "planning_probes", "binlog_summaries",
-           "restore_reused_headers"]
+__all__ = ["PreviousRun", "previous_run", "planning_probes", "binlog_summaries", "restore_reused_headers"]
 
 log = logging.getLogger("gtid_audit.collect")
-
-
-class PreviousRunUnreadable(DeltaIOError):
-    """delta-rs could not read the previous run's tables (the message says which and why)."""
 
 
 @dataclass(frozen=True)
@@ -57,70 +47,48 @@ class PreviousRun:
     run_date: dt.date
 
 
-def _rows(warehouse: str, table: str, columns: Sequence[str], storage_options: Mapping[str, str] | None,
-          prev: PreviousRun | None = None) -> Iterator[dict[str, Any]]:
-    """``columns`` of ``table``'s rows (of ``prev`` only, its partition alone, when given), batch by
-    batch. TableNotFoundError passes; any other failure of delta-rs is PreviousRunUnreadable."""
-    try:
-        batches = scan_arrow(warehouse, table, prev.run_id if prev else None, storage_options,
-                             columns=columns, run_date=prev.run_date if prev else None)
-        for batch in batches:
-            yield from batch.to_pylist()
-    except TableNotFoundError:
-        raise
-    except Exception as exc:  # delta-rs and Arrow raise many types: an object store's credentials, a bad log
-        raise PreviousRunUnreadable(f"table {table!r} of {warehouse!r}: {type(exc).__name__}: {exc}") from exc
-
-
-def previous_run(warehouse: str, run_id: str, storage_options: Mapping[str, str] | None = None
-                 ) -> PreviousRun | None:
+def previous_run(spark, warehouse: str, run_id: str) -> PreviousRun | None:
     """The newest run in ``runs`` other than ``run_id`` (``runs`` is written last, so a run
-    listed there is complete; the newest by ``started_at``, then by run id); None on a first night
-    or an empty warehouse. ``runs`` holds one row a night."""
-    best = None
+    listed there is complete); None on a first night or an empty warehouse."""
     try:
-        for r in _rows(warehouse, "runs", ("run_id", "run_date", "started_at"), storage_options):
-            if r["run_id"] != run_id and (best is None or (r["started_at"], r["run_id"])
-                                          > (best["started_at"], best["run_id"])):
-                best = r
+        runs = read_frame(spark, warehouse, "runs")
     except TableNotFoundError:
         return None
-    return PreviousRun(best["run_id"], best["run_date"]) if best else None
+    row = (runs.where(runs.run_id != run_id).orderBy(runs.started_at.desc(), runs.run_id.desc())
+           .select("run_id", "run_date").limit(1).collect())
+    return PreviousRun(row[0]["run_id"], row[0]["run_date"]) if row else None
 
 
 def _lower(value: str | None) -> str | None:
     return value.lower() if value else None
 
 
-def planning_probes(warehouse: str, prev: PreviousRun, specs: Sequence[ServerSpec],
-                    storage_options: Mapping[str, str] | None = None) -> dict[str, Probe]:
+def planning_probes(spark, warehouse: str, prev: PreviousRun, specs: Sequence[ServerSpec]) -> dict[str, Probe]:
     """A :class:`Probe` per server of ``specs`` that the previous run read (status ``ok`` or
     ``partial``, a server_uuid, the same host and port as tonight's configuration), built from
     its ``servers`` row and ``channels`` rows: what the probe would have answered then. The
-    driver reads one small row per server and per channel (as from the probe stage), from the
-    previous run's partition of each table, and matches the two here."""
+    driver receives one small row per server and per channel (as from the probe stage), each
+    table read in one scan and the two matched here: no join, no shuffle."""
     wanted = {s.name: (s.host, s.port) for s in specs}
-    sources: dict[str, list[tuple]] = {}
-    probes: dict[str, Probe] = {}
     try:
-        for c in _rows(warehouse, "channels", ("server", "source_host", "source_port", "source_uuid"),
-                       storage_options, prev):
-            if c["server"] in wanted:
-                sources.setdefault(c["server"], []).append(
-                    (c["source_host"], c["source_port"], _lower(c["source_uuid"])))
-        for r in _rows(warehouse, "servers", ("server", "host", "port", "status", "server_uuid", "hostname",
-                                              "reported_port", "channel_count"), storage_options, prev):
-            if r["status"] not in ("ok", "partial") or r["server_uuid"] is None:
-                continue
-            if wanted.get(r["server"]) != (r["host"], r["port"]):
-                continue
-            channels_read = tuple(sorted(sources.get(r["server"], ())))
-            if r["channel_count"] is None or r["channel_count"] != len(channels_read):
-                continue  # its channels were not read whole last night: probe it
-            probes[r["server"]] = Probe(r["server"], _lower(r["server_uuid"]), channels_read,
-                                        hostname=r["hostname"] or None, reported_port=r["reported_port"])
+        servers = read_frame(spark, warehouse, "servers", prev.run_id, prev.run_date)
+        channels = read_frame(spark, warehouse, "channels", prev.run_id, prev.run_date)
     except TableNotFoundError:
         return {}
+    sources: dict[str, list[tuple]] = {}
+    for c in channels.select("server", "source_host", "source_port", "source_uuid").collect():
+        sources.setdefault(c["server"], []).append((c["source_host"], c["source_port"], _lower(c["source_uuid"])))
+    probes: dict[str, Probe] = {}
+    for r in (servers.where(servers.status.isin("ok", "partial") & servers.server_uuid.isNotNull())
+              .select("server", "host", "port", "server_uuid", "hostname", "reported_port", "channel_count")
+              .collect()):
+        if wanted.get(r["server"]) != (r["host"], r["port"]):
+            continue
+        channels_read = tuple(sorted(sources.get(r["server"], ())))
+        if r["channel_count"] is None or r["channel_count"] != len(channels_read):
+            continue  # its channels were not read whole last night: probe it
+        probes[r["server"]] = Probe(r["server"], _lower(r["server_uuid"]), channels_read,
+                                    hostname=r["hostname"] or None, reported_port=r["reported_port"])
     return probes
 
 

@@ -391,7 +391,7 @@ def test_a_second_night_plans_from_the_first_and_skips_unchanged_headers(collect
     from jobs.previous_run import previous_run
 
     wh = collected["warehouse"]
-    prev = previous_run(wh, "it-night-2")   # the newest run before it (earlier tests collect too)
+    prev = previous_run(spark, wh, "it-night-2")   # the newest run before it (earlier tests collect too)
     night1 = _by(read_arrow(wh, "binary_logs", prev.run_id).to_pylist(), "server", "log_name")
     night2 = read_arrow(wh, "binary_logs", "it-night-2").to_pylist()
     servers = _by(read_arrow(wh, "servers", "it-night-2").to_pylist(), "server")

@@ -1,6 +1,5 @@
-"""jobs.previous_run: which run a later night plans from, which servers it plans from that run's
-tables, and the probe each gets (Delta tables written by delta-spark, read back with delta-rs on
-the driver); a warehouse delta-rs cannot read plans a first night."""
+"""jobs.previous_run.planning_probes: which servers a later night plans from the previous run's
+tables, and the probe each gets (Delta tables written by delta-spark, read back with Spark)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -8,7 +7,7 @@ import datetime as dt
 import pytest
 
 from jobs.delta_io import write_run_rows
-from jobs.previous_run import PreviousRun, PreviousRunUnreadable, planning_probes, previous_run
+from jobs.previous_run import PreviousRun, planning_probes
 from jobs.read_plan import Probe
 from jobs.server_spec import ServerSpec
 from schemas import get_table
@@ -70,7 +69,7 @@ def test_planning_probes_are_what_the_previous_run_read_whole(spark, tmp_path):
                    warehouse=wh, run_id="night-0", run_date=DAY)
     specs = [_spec(n) for n in "abcefgh"] + [_spec("d", port=3307)]
 
-    probes = planning_probes(wh, PreviousRun(run, DAY), specs)
+    probes = planning_probes(spark, wh, PreviousRun(run, DAY), specs)
 
     uuid = UUID_A.lower()
     assert probes == {
@@ -83,51 +82,4 @@ def test_planning_probes_are_what_the_previous_run_read_whole(spark, tmp_path):
 
 def test_no_planning_probes_without_the_previous_tables(spark, tmp_path):
     """An empty warehouse plans nothing from a previous run (every server is then planned unknown)."""
-    assert planning_probes(str(tmp_path), PreviousRun("night-1", DAY), [_spec("a")]) == {}
-
-
-def _run(run_id: str, day: dt.date, started: dt.datetime) -> dict:
-    return {**dict.fromkeys(get_table("runs").column_names), "run_id": run_id, "run_date": day,
-            "started_at": started, "finished_at": started, "warehouse": "wh", "writer": "test",
-            "spark_master": "local", "servers_configured": 1, "servers_discovered": 0, "servers_ok": 1,
-            "servers_partial": 0, "servers_failed": 0, "error_count": 0, "collector_version": "0"}
-
-
-def test_previous_run_is_the_newest_other_run(spark, tmp_path):
-    """The newest run by started_at (then by run id) other than tonight's; None on an empty
-    warehouse and when tonight's is the only run."""
-    wh = str(tmp_path)
-    assert previous_run(wh, "tonight") is None
-    at = dt.datetime(2024, 5, 1, 1, 0, tzinfo=dt.timezone.utc)
-    rows = [_run("n1", DAY, at), _run("n3", DAY + dt.timedelta(days=2), at + dt.timedelta(days=2)),
-            _run("n2", DAY + dt.timedelta(days=1), at + dt.timedelta(days=1)),
-            _run("n2b", DAY + dt.timedelta(days=1), at + dt.timedelta(days=1))]
-    for r in rows:
-        write_run_rows(spark, "runs", [r], warehouse=wh, run_id=r["run_id"])
-    assert previous_run(wh, "tonight") == PreviousRun("n3", DAY + dt.timedelta(days=2))
-    assert previous_run(wh, "n3") == PreviousRun("n2b", DAY + dt.timedelta(days=1))   # same instant: by run id
-    only = str(tmp_path / "one")
-    write_run_rows(spark, "runs", [_run("n1", DAY, at)], warehouse=only, run_id="n1")
-    assert previous_run(only, "n1") is None
-
-
-def test_a_warehouse_delta_rs_cannot_read_plans_a_first_night(spark, tmp_path, caplog):
-    """A ``runs`` table whose log delta-rs cannot read raises PreviousRunUnreadable naming the
-    table, and the collection plans that night as a first one (no previous run, nothing planned
-    from it), with a warning that names the cause."""
-    import logging
-
-    from jobs.collect import _plan_from_previous_run
-    from jobs.config import parse_config
-
-    wh = str(tmp_path)
-    at = dt.datetime(2024, 5, 1, 1, 0, tzinfo=dt.timezone.utc)
-    write_run_rows(spark, "runs", [_run("n1", DAY, at)], warehouse=wh, run_id="n1")
-    for commit in (tmp_path / "runs" / "_delta_log").glob("*.json"):
-        commit.write_text("{not json")
-    with pytest.raises(PreviousRunUnreadable, match="table 'runs'"):
-        previous_run(wh, "tonight")
-    config = parse_config({"warehouse": wh, "servers": [{"name": "a", "host": "a.db", "user": "audit"}]})
-    caplog.set_level(logging.WARNING, logger="gtid_audit.collect")
-    assert _plan_from_previous_run(config, wh, "tonight", [_spec("a")]) == (None, {})
-    assert any("planned as a first night" in r.getMessage() and "'runs'" in r.getMessage() for r in caplog.records)
+    assert planning_probes(spark, str(tmp_path), PreviousRun("night-1", DAY), [_spec("a")]) == {}
