@@ -609,20 +609,19 @@ def _sibling(source: ServerSnapshot, source_name: str, candidate: FailoverReplic
                          "finding, not the candidate's")
         drains = False if already else _drains_to_stream(rc, missing_set, candidate, sibling, t_holds, t_set,
                                                           r_after, discarded, in_flight, fetchable)
-        if drains is not False:
-            drained = simulate_auto_position_reconnect(promoted, announced_gtid_set(
-                t_holds, GtidSet.EMPTY, replica_version=t_server.version, source_version=r.version))
-            if drained.kind is ReconnectKind.STREAMS and drains is True:
+        drained = None if drains is False else simulate_auto_position_reconnect(promoted, announced_gtid_set(
+            t_holds, GtidSet.EMPTY, replica_version=t_server.version, source_version=r.version))
+        if drained is not None and drained.kind is ReconnectKind.STREAMS:
+            if drains:
                 return outcome(SiblingResult.STREAMS, needs_relay_log_applied=missing_set, rule=(
                     f"streams once its relay log is applied: repointed before that, the repoint purges the "
                     f"relay log and {candidate.name} refuses it ({rc.error}: {rc.rule})"))
-            if drained.kind is ReconnectKind.STREAMS:   # v5: whether R gets the rest is unknown, not a refusal
-                beyond = (t_holds - t_set) - r_after
-                return outcome(SiblingResult.UNDETERMINED, rule=(
-                    f"streams once its relay log is applied only if {candidate.name} first gets the "
-                    f"{beyond.count()} transaction(s) of that relay log it lacked when read "
-                    f"({_short(beyond, 120)}): whether {candidate.name}'s receiver runs was not read "
-                    f"(repointed as it is, {candidate.name} refuses it: {rc.error}: {rc.rule})"))
+            beyond = (t_holds - t_set) - r_after   # v5: whether R gets it is unknown, not a refusal
+            return outcome(SiblingResult.UNDETERMINED, rule=(
+                f"streams once its relay log is applied only if {candidate.name} first gets the "
+                f"{beyond.count()} transaction(s) of that relay log it lacked when read "
+                f"({_short(beyond, 120)}): whether {candidate.name}'s receiver runs was not read "
+                f"(repointed as it is, {candidate.name} refuses it: {rc.error}: {rc.rule})"))
         return outcome(SiblingResult.REFUSED, refusal=rc.error, refused_missing=missing_set, rule=rc.rule,
                        already_refused=already)
     if rc.kind is ReconnectKind.STREAMS_SKIPPING_PURGED:
@@ -1281,12 +1280,12 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
             text = (f"{s.sibling} lacks {s.refused_missing.count()} transaction(s) {c.candidate} no longer has in its "
                     f"binary logs ({_short(s.refused_missing)}): ")
             beyond = _minus(s.relay_backlog, c.promoted_gtid_executed)
-            if s.relay_backlog is not None and s.refused_missing <= s.relay_backlog and beyond is not None \
-                    and not beyond:
+            holds_them = s.relay_backlog is not None and s.refused_missing <= s.relay_backlog
+            if holds_them and beyond is not None and not beyond:
                 text += (f"{s.sibling} holds them in its relay log, which the repoint would throw away: have its "
                          f"applier apply them before repointing it "
                          f"({_sibling_applies_relay_log(s)}).")
-            elif s.relay_backlog is not None and s.refused_missing <= s.relay_backlog:
+            elif holds_them:
                 # applying the relay log would also give the sibling what the candidate may never have
                 what = f"{beyond.count()} transaction(s) ({_short(beyond)})" if beyond else "transactions"
                 text += (f"{s.sibling} holds them in its relay log, but also {what} {c.candidate} was not known to "

@@ -656,11 +656,12 @@ def promote_candidate(fleet: Fleet, spec: TrialSpec, timeout: float = TIMEOUT,
     as the servers report it."""
     r, s = fleet.server(spec.candidate), fleet.server("s")
     cycle = [src for rep, src, _ in spec.channels if rep == "s"]
+    s_channel = _ch(spec, "s", cycle[0]).channel if cycle else ""
     if cycle:
         # s has failed: its own channel (a cycle) receives nothing while the others are repointed,
         # or what R spreads reaches s through a repointed sibling before s's own repoint (seeds 8283,
         # 8350, 8373: s's "got" empty, its spread already in its "before")
-        s.execute(f"STOP REPLICA FOR CHANNEL '{_ch(spec, 's', cycle[0]).channel}'")
+        s.execute(f"STOP REPLICA FOR CHANNEL '{s_channel}'")
     s_before = _executed(s)
     c = f"FOR CHANNEL '{_ch(spec, spec.candidate, 's').channel}'"
     if channel_status(r, _ch(spec, spec.candidate, "s").channel)["SQL_Delay"]:
@@ -688,7 +689,7 @@ def promote_candidate(fleet: Fleet, spec: TrialSpec, timeout: float = TIMEOUT,
 
     siblings = [t for t in spec.replicas if t != spec.candidate] + ["s"]
     channel = {t: _ch(spec, t, "s").channel for t in spec.replicas}
-    channel["s"] = _ch(spec, "s", cycle[0]).channel if cycle else ""
+    channel["s"] = s_channel
     before: dict[str, dict[str, Any]] = {}
     for name in siblings:
         t = fleet.server(name)

@@ -348,8 +348,7 @@ def _apply_relay_log(fleet: Fleet, name: str, timeout: float) -> None:
         server.execute(f"STOP REPLICA IO_THREAD FOR CHANNEL '{ch.channel}'",
                        f"START REPLICA SQL_THREAD FOR CHANNEL '{ch.channel}'")
         received = status["RECEIVED_TRANSACTION_SET"]
-        _wait(lambda: server.query_value("SELECT GTID_SUBSET(%s, @@GLOBAL.gtid_executed)", (received,)),
-              f"{name!r} to apply its relay log", timeout)
+        _wait_has(server, received, timeout)
 
 
 def promote(fleet: Fleet, candidate: str, siblings: Sequence[str], *, drained: Sequence[str] = (),
