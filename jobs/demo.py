@@ -71,6 +71,10 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
     out.append(f"{counts['critical']} critical, {counts['warning']} warning, {counts['info']} info finding(s) open")
     out.append("=" * min(width, 100))
     wrap = textwrap.TextWrapper(width=width, initial_indent="    ", subsequent_indent="    ")
+    # a remediation line wraps at spaces only: a GTID set, a UUID or a quoted name stays whole, so a
+    # wrapped statement is the same SQL; a SQL comment line is kept whole (a wrapped one would not be one)
+    step = textwrap.TextWrapper(width=width, initial_indent="      ", subsequent_indent="        ",
+                                break_long_words=False, break_on_hyphens=False)
     # a server check without GTID evidence that fires on several servers is one problem, told once
     by_check: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for f in shown:
@@ -98,7 +102,7 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
                 where += f" (channel {f['channel']!r})"
         cluster = f" [{f['cluster']}]" if f.get("cluster") else ""
         out.append(f"{_MARK[f['severity']]} {f['check_id']} on {where}{cluster}")
-        out.append(f"    {f['title']}")
+        out.extend(wrap.wrap(f["title"]))
         if f.get("gtid_set"):
             count = f" ({f['gtid_count']} transaction(s))" if f.get("gtid_count") is not None else ""
             out.append(f"    GTIDs{count}: " + f["gtid_set"].replace("\n", " "))
@@ -108,7 +112,7 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
         if remediation:
             out.append("    what to do:")
             for line in remediation[:max_remediation_lines]:
-                out.append(f"      {line}")
+                out.extend([f"      {line}"] if line.lstrip().startswith("--") else step.wrap(line))
             if len(remediation) > max_remediation_lines:
                 out.append(f"      ... ({len(remediation) - max_remediation_lines} more line(s): "
                            f"{command} findings --config {config} --check {f['check_id']} --format json)")
@@ -117,6 +121,11 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
         out.append(f"(+{infos} info finding(s), not shown here: {command} findings --config {config} lists "
                    "them with the others)")
     return "\n".join(out)
+
+
+#: The injected faults the job logs a collection warning for, and what each is.
+_WARNED = {"gtid_off_server": "gtid_mode OFF", "refused_address": "refuses connections",
+           "wrong_password": "wrong password in the config"}
 
 
 def render_healthy_delayed(findings: Sequence[Mapping[str, Any]], delayed: Sequence[Any]) -> str:
@@ -170,6 +179,11 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         print(f"auditor config: {config}")
         print("running the nightly job (collect + audit, Spark local mode) while the sources take writes ...",
               flush=True)
+        warned = [f"{server} ({_WARNED[r.name]})" for r in results if r.name in _WARNED for server in r.servers]
+        if warned:
+            print(textwrap.fill(f"(its collection warnings for {', '.join(warned)} are injected faults; each is "
+                                "also a finding below)", width=100, initial_indent="  ", subsequent_indent="  ",
+                                break_on_hyphens=False), flush=True)
         audit_config = load_config(config)
         with LoadWriter(fleet, **DEMO_LOAD) as load:
             night = run_night(audit_config, fail_on="never", send_alerts=False)

@@ -67,6 +67,16 @@ def test_demo_reports_each_injected_fault_and_writes_the_tables(demo_night):
     assert "CRITICAL errant_transactions on orders-r2 <- orders-src" in out
     assert "what to do:" in out and "SET GTID_NEXT=" in out
     assert "sandbox fleet stopped and its data removed" in out
+    # the job's warnings for the two unreadable servers are announced as injected (a fresh-user trial took them
+    # for a failure of the demo)
+    assert re.sub(r"\s+", " ", "its collection warnings for legacy (gtid_mode OFF), orders-ghost (refuses "
+                  "connections), billing-archive (wrong password in the config) are injected faults") \
+        in re.sub(r"\s+", " ", out)
+    # remediation lines ("what to do:", indented 6 or more) are wrapped for a terminal (one was 1,400 characters),
+    # at spaces only: a longer one is a single word, or a SQL comment kept whole
+    steps = [line for line in out[out.index("open\n====="):].splitlines() if line.startswith("      ")]
+    assert steps and all(len(line) <= 100 or " " not in line.strip() or line.lstrip().startswith("--")
+                         for line in steps), [line for line in steps if len(line) > 100]
 
     summaries = read_arrow(str(warehouse), "run_summary").to_pylist()
     assert len(summaries) == 1
