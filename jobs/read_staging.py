@@ -55,6 +55,9 @@ _KIND_COLUMN = {name: name for name in STAGED_TABLES} | {REUSED_HEADER: "binary_
 _STRUCT_INDEX = {name: 2 + i for i, name in enumerate(STAGED_TABLES)}
 _WIDTH = 2 + len(STAGED_TABLES) + 1   # table, server, one struct per table, probe
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+#: The table property (given as a write option, it is set when the write creates the table) that
+#: leaves a table's files with their row counts only, no per-column statistics.
+NO_STATISTICS = ("delta.dataSkippingNumIndexedCols", "0")
 
 
 def staging_schema():
@@ -131,9 +134,14 @@ def stage_reads(spark, rows, uri: str):
     table ``uri``, in one Spark job: the reads run in that job's tasks, which write their own
     output. Returns the staging table as a DataFrame, read back from ``uri``."""
     # never an optimized write, whatever the session says: its shuffle would stand between the
-    # reads and this write, and a lost executor would then perform the reads again
+    # reads and this write, and a lost executor would then perform the reads again. No column
+    # statistics (numRecords only): nothing reads this table by a filter they could skip files
+    # for, and computing them was two thirds of the read stage's JVM time (the interpreted
+    # projection of local mode's NO_CODEGEN, over the first 32 of the structs' ~200 leaf columns;
+    # docs/benchmarks.md, "The staging table's statistics")
     (spark.createDataFrame(rows, schema=staging_schema())
-     .write.format("delta").mode("overwrite").option(OPTIMIZE_WRITE, "false").save(uri))
+     .write.format("delta").mode("overwrite").option(OPTIMIZE_WRITE, "false")
+     .option(NO_STATISTICS[0], NO_STATISTICS[1]).save(uri))
     return read_stage(spark, uri)
 
 
