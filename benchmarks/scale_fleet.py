@@ -107,7 +107,8 @@ def _tree(root: int) -> dict[int, tuple[str, int, float]]:
             up = procs[up][0][0]
             if up in jvms:
                 role = "workers" if "python" in cmd.split(" ")[0] else "jvm"
-        out[pid] = (role, ppid, own + reaped)
+        # an exiting process (a zombie) has no command line: its role is the one it had (None here)
+        out[pid] = (role if cmd else None, ppid, own + reaped)
     return out
 
 
@@ -123,7 +124,8 @@ class TreeCpu:
     One whose parent has gone too was reaped outside the tree, and one whose parent ignores
     SIGCHLD was reaped by the kernel (Spark's Python daemon and its workers): its last sample
     stays, and nothing is taken from the parent, whose cutime never gets it. The driver's
-    reaped children count as ``other``.
+    reaped children count as ``other``. An exiting process (a zombie: no command line) keeps the
+    role it had, so a Python worker at its last sample is no JVM helper.
 
     ``jit`` (not a role: a part of ``jvm``) is the CPU of the JVM's JIT compiler threads; a
     compiler thread that exits (HotSpot starts and stops them as the compile queue grows and
@@ -148,8 +150,13 @@ class TreeCpu:
             if ppid == self.root and top is not None:
                 self.moved["other"] -= last
             elif ppid in tree:
-                self.moved[tree[ppid][0]] -= last
+                self.moved[self.seen[ppid][0] if ppid in self.seen else (tree[ppid][0] or "other")] -= last
         for pid, (role, ppid, used) in tree.items():
+            # an exiting one (a zombie) has an empty command line: it keeps the role it had, or a
+            # Python worker would pass for a JVM helper at its last sample (a process that execs,
+            # such as spark-submit's shell becoming the JVM, takes its new role)
+            if role is None:
+                role = self.seen[pid][0] if pid in self.seen else "other"
             self.seen[pid] = (role, ppid, used)
             cpu[role] += used
         if top is not None:
@@ -320,7 +327,13 @@ def _run(argv: list[str], sim: Simulator, log_file: Path | None = None) -> tuple
                 meter.end("audit")
             elif stream == "stdout" and state["collected"] and not state["maintained"]:
                 state["maintained"] = True
-                meter.end("maintain" if state["audited"] else "audit")
+                if not state["audited"]:
+                    # the audit's last log line, written before the outcome, is still in the stderr
+                    # pipe (two readers): it must not end a second "audit"
+                    state["audited"] = True
+                    meter.end("audit")
+                else:
+                    meter.end("maintain")
 
     def follow_stderr() -> None:
         for line in proc.stderr:

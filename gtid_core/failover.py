@@ -1436,7 +1436,8 @@ def failover_findings(model: FailoverModel) -> list[Finding]:
         remediation = (f"Candidates for {model.source}, best first: {model.ranking_text()}.\n"
                        + ("\n".join(steps) if steps else FAILOVER_CHECKS["failover_candidate_unsafe"].remediation))
         derived = c.derived and _restates(c.causes, Severity.WARNING)
-        follows = f" This follows from {_causes_text(c.causes)}: fix that first." if c.causes else ""
+        follows = (f" This follows from {_causes_text(c.causes)}: fix {'that' if len(c.causes) == 1 else 'those'} "
+                   "first.") if c.causes else ""
         evidence = _candidate_evidence(model, c)
         if c.unconfirmed:
             evidence["unconfirmed"] = f"{c.candidate} was not read before {model.source}"

@@ -873,6 +873,7 @@ def build_summary(*, run_id: str, run_date: dt.date, counts: Sequence[Mapping[st
     status, silenced) with its ``count``; ``events`` counts alert events by kind; ``servers``
     counts servers by collection status."""
     by_check: dict[str, Counter] = defaultdict(Counter)
+    unsilenced: dict[str, Counter] = defaultdict(Counter)
     by_sev: Counter = Counter()
     open_n = silenced_n = resolved_n = 0
     for c in counts:
@@ -884,6 +885,7 @@ def build_summary(*, run_id: str, run_date: dt.date, counts: Sequence[Mapping[st
                 silenced_n += n
             else:
                 by_sev[c["severity"]] += n
+                unsilenced[c["check_id"]][c["severity"]] += n
         elif c["status"] == "resolved":
             resolved_n += n
     return {
@@ -895,6 +897,7 @@ def build_summary(*, run_id: str, run_date: dt.date, counts: Sequence[Mapping[st
         "findings_open": open_n, "findings_silenced": silenced_n, "findings_resolved": resolved_n,
         "findings_by_check": _json({k: dict(v) for k, v in sorted(by_check.items())}),
         "findings_by_severity": _json({s: by_sev.get(s, 0) for s in ("critical", "warning", "info")}),
+        "findings_unsilenced_by_check": _json({k: dict(v) for k, v in sorted(unsilenced.items())}),
         "alerts_by_event": _json({k: v for k, v in sorted(events.items())}),
         "alerts_delivered": delivered,
         "expired_silences": _json([{"id": s.id, "expires": s.expires.isoformat(), "reason": s.reason}

@@ -105,7 +105,8 @@ UUID_REGISTRY = register(TableSchema(
 
 RUN_SUMMARY = register(TableSchema(
     name="run_summary",
-    version=1,
+    version=2,
+    upgrades_from=1,
     description="One row per audit run: coverage, counts, durations, exit code.",
     # one row a night: partitioned by day, a year would be 365 one-row files; clustered, OPTIMIZE
     # keeps it a few files (docs/deployment.md, "Table maintenance")
@@ -125,6 +126,10 @@ RUN_SUMMARY = register(TableSchema(
         C("findings_by_check", L.STRING, False,
           "open findings per check and severity, JSON {check_id: {severity: count}}"),
         C("findings_by_severity", L.STRING, False, "open unsilenced findings per severity, JSON"),
+        C("findings_unsilenced_by_check", L.STRING, True,
+          "open unsilenced findings per check and severity, JSON {check_id: {severity: count}}: the "
+          "history panel's night, one row a run (docs/dashboards.md); NULL in rows written before "
+          "version 2", since=2),
         C("alerts_by_event", L.STRING, False, "alert feed events per kind, JSON"),
         C("alerts_delivered", L.BOOL, True, "true if Alertmanager accepted the feed; NULL if not configured"),
         C("expired_silences", L.STRING, False, "configured silences past their expiry, JSON list"),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from jobs.audit import build_summary
 from jobs.delta_io import frame_from_rows, merge_latest, overwrite_frame, read_frame, write_run_rows
 from schemas import all_tables, get_table
 
@@ -100,9 +102,13 @@ def views(spark, tmp_path_factory):
     for run_id, (date, ts) in runs.items():
         write_run_rows(spark, "runs", [full_row("runs", run_id=run_id, run_date=date, started_at=ts, finished_at=ts)],
                        warehouse=wh, run_id=run_id)
-        write_run_rows(spark, "run_summary", [full_row("run_summary", run_id=run_id, run_date=date, audited_at=ts,
-                                                findings_open=len(findings[run_id]))],
-                       warehouse=wh, run_id=run_id)
+        # the summary row as the audit builds it, from this run's findings
+        counts = Counter((f["check_id"], f["severity"], f["status"], f["silenced"]) for f in findings[run_id])
+        summary = build_summary(run_id=run_id, run_date=date, counts=[
+            {"check_id": c, "severity": sev, "status": st, "silenced": sil, "count": n}
+            for (c, sev, st, sil), n in counts.items()], events={}, servers={}, pairs_audited=0,
+            collect_seconds=None, audit_seconds=1.0, delivered=None, expired=[], fail_on="never", exit_code=0)
+        write_run_rows(spark, "run_summary", [{**summary, "audited_at": ts}], warehouse=wh, run_id=run_id)
         write_run_rows(spark, "findings", findings[run_id], warehouse=wh, run_id=run_id)
         merge_latest(spark, "findings_latest", read_frame(spark, wh, "findings", run_id, date), warehouse=wh,
                      run_id=run_id)
@@ -141,7 +147,9 @@ def queries() -> dict[str, str]:
         for i, block in enumerate(re.findall(r"```sql\n(.*?)```", section, re.S)):
             if "CREATE TABLE" in block:
                 continue
-            out[f"{title} #{i + 1}"] = re.sub(r"gtid_audit\.(\w+)", r"gtid_audit_\1", block).strip().rstrip(";")
+            sql = re.sub(r"gtid_audit\.(\w+)", r"gtid_audit_\1", block).strip().rstrip(";")
+            # the day the panels are read: the fixture's second night, whatever today's date is
+            out[f"{title} #{i + 1}"] = re.sub(r"\bcurrent_date\b(\(\))?", f"DATE'{D2.isoformat()}'", sql, flags=re.I)
     return out
 
 
@@ -182,12 +190,38 @@ def test_errant_by_origin_names_decommissioned_servers(views):
 
 
 def test_findings_over_time_counts_per_run_date(views):
-    """Findings over time: one count per run date and check, silenced ones excluded."""
-    rows = {(r["run_date"], r["check_id"]): r["findings"] for r in run(views, "Findings over time")
-            if r["run_date"] >= D1}
-    assert rows[(D1, "errant_transactions")] == 1
-    assert rows[(D2, "errant_transactions")] == 2
-    assert (D2, "config_sync_binlog") not in rows
+    """Findings over time: one count per run date, check and severity, silenced ones excluded; from
+    run_summary, the same counts as the findings rows themselves."""
+    rows = {(r["run_date"], r["check_id"], r["severity"]): r["findings"] for r in run(views, "Findings over time")}
+    assert rows[(D1, "errant_transactions", "critical")] == 1
+    assert rows[(D2, "errant_transactions", "critical")] == 2
+    assert not any(check == "config_sync_binlog" for _, check, _ in rows)
+    counted = views.sql("SELECT run_date, check_id, severity, count(*) AS n FROM gtid_audit_findings "
+                        "WHERE status = 'open' AND NOT silenced GROUP BY run_date, check_id, severity").collect()
+    assert rows == {(r["run_date"], r["check_id"], r["severity"]): r["n"] for r in counted}
+
+
+def test_findings_over_time_takes_each_nights_last_audit(views):
+    """A night audited twice (a rerun under another run id) counts once, as its last audit saw it; rows
+    written before run_summary version 2 (the column NULL) are left out, not counted as zero."""
+    (sql,) = [q for t, q in queries().items() if t.startswith("Findings over time")]
+    views.sql("SELECT * FROM gtid_audit_run_summary").createOrReplaceTempView("base_summary")
+    rerun = {"check_id": "errant_transactions", "severity": "critical", "status": "open", "silenced": False,
+             "count": 5}
+    again = build_summary(run_id="run2b", run_date=D2, counts=[rerun], events={}, servers={}, pairs_audited=0,
+                          collect_seconds=None, audit_seconds=1.0, delivered=None, expired=[], fail_on="never",
+                          exit_code=0)
+    older = {**again, "run_id": "run0", "run_date": D1 - dt.timedelta(days=1), "findings_unsilenced_by_check": None}
+    extra = views.createDataFrame([{**again, "audited_at": T2 + dt.timedelta(hours=1)}, {**older, "audited_at": T1}],
+                                  schema=get_table("run_summary").to_spark())
+    views.table("base_summary").unionByName(extra).createOrReplaceTempView("summary_with_rerun")
+    try:
+        rows = {(r["run_date"], r["check_id"]): r["findings"]
+                for r in views.sql(sql.replace("gtid_audit_run_summary", "summary_with_rerun")).collect()}
+    finally:
+        views.catalog.dropTempView("summary_with_rerun")
+        views.catalog.dropTempView("base_summary")
+    assert rows == {(D1, "errant_transactions"): 1, (D2, "errant_transactions"): 5}
 
 
 def test_failover_panel_ranks_candidates_per_source(views):

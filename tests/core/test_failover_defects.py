@@ -271,3 +271,17 @@ def test_sibling_other_channel_gtids_the_source_executed_are_lost_when_the_candi
         replica("r2", R2, 3, f"{S}:1-10,{X}:1-3", io="NO")])
     r2 = cand(model, "r2")
     assert sib(r2, "r1").lost == g(f"{X}:4") and sib(r2, "s").lost == g(f"{X}:4")
+
+
+def test_a_finding_that_follows_from_one_cause_or_two_says_so_in_number():
+    """'This follows from X: fix that first', and with two causes 'fix those first' (a fresh-user trial
+    read 'errant_transactions on billing-r1, replication_stopped on billing-r1: fix that first')."""
+    errant = "aaaaaaaa-1111-4000-8000-000000000009"
+    for executed, retrieved, tail in (
+            (f"{S}:1-8", f"{S}:1-10", "This follows from replication_applier_error on r1: fix that first."),
+            (f"{S}:1-8,{errant}:1", f"{S}:1-10,{errant}:1",
+             "This follows from replication_applier_error on r1, errant_transactions on r1: fix those first.")):
+        model = model_failover(source(f"{S}:1-10"), [replica("r1", R1, 2, executed, retrieved, sql="NO", sql_errno=1062),
+                                                     replica("r2", R2, 3, f"{S}:1-10")])
+        (unsafe,) = [f for f in failover_findings(model) if f.check_id == "failover_candidate_unsafe"]
+        assert unsafe.detail.endswith(tail)
