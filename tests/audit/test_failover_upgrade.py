@@ -23,6 +23,16 @@ pytestmark = [pytest.mark.spark]
 D1, D2 = dt.date(2026, 11, 20), dt.date(2026, 11, 21)
 
 
+def earlier_schema(name: str, version: int, added: str):
+    """Table ``name``'s schema as version ``version`` wrote it (the current one upgrades from it in
+    place), and a check that column ``added`` came after it."""
+    now = get_table(name)
+    assert now.upgrades_from == version < now.version
+    then = dataclasses.replace(now, version=version, upgrades_from=None, columns=now.columns_of_version(version))
+    assert added in now.column_names and added not in then.column_names
+    return then
+
+
 def _model():
     """A source with three 9.7 replicas: r1 and r2 in sync, r3's receiver stopped three
     transactions behind. The preferred candidate lists every sibling; the other safe one has two
@@ -58,9 +68,7 @@ def test_a_version_2_table_is_upgraded_in_place_and_both_runs_read_the_same(spar
                                                                             caplog):
     wh = str(tmp_path / "warehouse")
     v3 = get_table("failover_readiness")
-    assert v3.version == 3 and v3.upgrades_from == 2
-    v2 = dataclasses.replace(v3, version=2, upgrades_from=None, columns=v3.columns_of_version(2))
-    assert "siblings_not_listed" not in v2.column_names
+    v2 = earlier_schema("failover_readiness", 2, "siblings_not_listed")
 
     old = _version_2_rows("run1", D1, monkeypatch)
     write_run_rows(spark, v2, old, warehouse=wh, run_id="run1")

@@ -3,7 +3,6 @@ version-2 write (``findings_unsilenced_by_check`` added, NULL in the older rows)
 panel of docs/dashboards.md reads the newer nights from it and leaves the older ones out."""
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import logging
@@ -12,8 +11,8 @@ import pytest
 
 from jobs.audit import build_summary
 from jobs.delta_io import read_arrow, read_frame, write_run_rows
-from schemas import get_table
 from tests.audit.test_dashboards import D1, D2, T1, T2, queries
+from tests.audit.test_failover_upgrade import earlier_schema
 
 pytestmark = [pytest.mark.spark]
 
@@ -31,10 +30,7 @@ def _summary(run_id, run_date):
 def test_a_version_1_table_is_upgraded_in_place_and_the_history_panel_reads_the_new_column(spark, tmp_path,
                                                                                           caplog):
     wh = str(tmp_path / "warehouse")
-    v2 = get_table("run_summary")
-    assert v2.version == 2 and v2.upgrades_from == 1
-    v1 = dataclasses.replace(v2, version=1, upgrades_from=None, columns=v2.columns_of_version(1))
-    assert "findings_unsilenced_by_check" not in v1.column_names
+    v1 = earlier_schema("run_summary", 1, "findings_unsilenced_by_check")
 
     old = {k: v for k, v in _summary("run1", D1).items() if k in v1.column_names}
     write_run_rows(spark, v1, [{**old, "audited_at": T1}], warehouse=wh, run_id="run1")
