@@ -409,17 +409,20 @@ class FailoverModel:
         candidate keeps this False: unknown is never a positive)."""
         return bool(self.candidates) and all(c.verdict.unsafe for c in self.candidates)
 
-    def ranking_text(self) -> str:
+    def ranking_text(self, *, first_told: bool = False) -> str:
         """'1. r2 (safe); 2. r1 (loses_transactions, loses 3 transaction(s): ...)' for texts: the
         first MAX_REASONS candidates, then how many more (every finding of a source carries it,
-        so a source with 200 replicas would repeat 200 ranks in each of its 200 findings)."""
+        so a source with 200 replicas would repeat 200 ranks in each of its 200 findings).
+        ``first_told``: the text beside it already gives the first candidate's steps (the advice
+        of a safe_after_catch_up choice), so its rank does not repeat them."""
         out = []
         for c in self.candidates[:MAX_REASONS]:
             text = f"{c.rank}. {c.candidate} ({c.verdict}"
             if c.verdict.unsafe:
                 text += f", {c.cost.text()}"
             if c.reasons and c.verdict is not Verdict.SAFE:
-                text += f": {c.reasons[0]}"
+                text += (": the steps are in the advice above" if first_told and c is self.candidates[0]
+                         else f": {c.reasons[0]}")
             out.append(text + ")")
         more = len(self.candidates) - MAX_REASONS
         if more > 0:
@@ -1427,13 +1430,17 @@ def failover_findings(model: FailoverModel) -> list[Finding]:
     """
     out: list[Finding] = []
     advice = _advice(model)
+    best = model.candidates[0] if model.candidates else None
+    # the advice gives the steps a safe_after_catch_up choice needs: the ranking under it does not repeat them
+    told = best is not None and best.verdict is Verdict.SAFE_AFTER_CATCH_UP and any(
+        s.needs_relay_log_applied for s in best.siblings)
     for c in model.candidates:
         if not c.verdict.unsafe:
             continue
         at_stake = c.lost or c.errant \
             or next((s.refused_missing for s in c.refused if s.refused_missing), None) or c.spread or None
         steps = _salvage_steps(model, c)
-        remediation = (f"Candidates for {model.source}, best first: {model.ranking_text()}.\n"
+        remediation = (f"Candidates for {model.source}, best first: {model.ranking_text(first_told=told)}.\n"
                        + ("\n".join(steps) if steps else FAILOVER_CHECKS["failover_candidate_unsafe"].remediation))
         derived = c.derived and _restates(c.causes, Severity.WARNING)
         follows = (f" This follows from {_causes_text(c.causes)}: fix {'that' if len(c.causes) == 1 else 'those'} "

@@ -38,6 +38,7 @@ import functools
 import json
 import logging
 import sys
+import textwrap
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -1110,23 +1111,27 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                         expired_silences=tuple(expired), delivery_error=delivery_error)
 
 
-def print_outcome(outcome: AuditOutcome) -> None:
-    """The run's one-paragraph summary on stdout."""
+def print_outcome(outcome: AuditOutcome, width: int | None = None) -> None:
+    """The run's one-paragraph summary on stdout: one line (what scripts read), or wrapped at
+    spaces to ``width`` columns for a reader (the demo)."""
     s = outcome.summary
 
     def counts(value: Any) -> str:  # the summary stores its maps as JSON text
         mapping = json.loads(value) if isinstance(value, str) else dict(value or {})
         return ", ".join(f"{k} {v}" for k, v in mapping.items() if v) or "none"
 
-    print(f"run {outcome.run_id}: {s['servers_audited']} server(s) audited, {s['servers_failed']} not "
-          f"collected, {s['pairs_audited']} pair(s); open findings {s['findings_open']} "
-          f"({counts(s['findings_by_severity'])}; {s['findings_silenced']} silenced), "
-          f"resolved {s['findings_resolved']}; alerts: {counts(s['alerts_by_event'])}; "
-          f"exit code {outcome.exit_code} (--fail-on {s['fail_on']})")
-    for sil in outcome.expired_silences:
-        print(f"expired silence {sil.id} (expired {sil.expires}): {sil.reason}")
+    line = (f"run {outcome.run_id}: {s['servers_audited']} server(s) audited, {s['servers_failed']} not "
+            f"collected, {s['pairs_audited']} pair(s); open findings {s['findings_open']} "
+            f"({counts(s['findings_by_severity'])}; {s['findings_silenced']} silenced), "
+            f"resolved {s['findings_resolved']}; alerts: {counts(s['alerts_by_event'])}; "
+            f"exit code {outcome.exit_code} (--fail-on {s['fail_on']})")
+    lines = [line] + [f"expired silence {sil.id} (expired {sil.expires}): {sil.reason}"
+                      for sil in outcome.expired_silences]
     if outcome.jsonl_path:
-        print(f"alert feed: {outcome.jsonl_path}")
+        lines.append(f"alert feed: {outcome.jsonl_path}")
+    for line in lines:
+        print(line if width is None else textwrap.fill(line, width=width, subsequent_indent="  ",
+                                                       break_long_words=False, break_on_hyphens=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1226,7 +1231,10 @@ def cmd_findings(args: argparse.Namespace) -> int:
         return 0
     table = Table(title=f"findings of run {run_id} ({len(rows)})", show_lines=False)
     for col in ("severity", "check_id", "cluster", "server", "source", "channel", "gtid_set", "status", "first_seen"):
-        table.add_column(col, overflow="fold")
+        # a narrow terminal folds names and GTID sets, never a severity or a check id (what one greps for)
+        whole = col in ("severity", "check_id")
+        table.add_column(col, overflow="fold", no_wrap=whole,
+                         min_width=max((len(r[col]) for r in rows), default=len(col)) if whole else None)
     for r in rows:
         status = r["status"] + (f" (silenced: {r['silence_id']})" if r.get("silenced") else "")
         channel = r.get("channel")

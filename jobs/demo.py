@@ -52,7 +52,16 @@ _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 _MARK = {"critical": "CRITICAL", "warning": "WARNING ", "info": "info    "}
 
 
-def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
+#: The demo's lines are wrapped for a terminal this wide (at spaces: a path or a GTID set stays whole).
+WIDTH = 100
+
+
+def _paragraph(text: str, width: int = WIDTH) -> str:
+    """``text`` wrapped at spaces to ``width`` columns, its later lines indented by two."""
+    return textwrap.fill(text, width=width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
+def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = WIDTH,
                   max_remediation_lines: int = 6, config: str = "FILE", command: str = "gtid-audit") -> str:
     """A readable report of open findings: what is wrong, on which server, how bad, what to do.
 
@@ -118,6 +127,7 @@ def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = 100,
                            f"{command} findings --config {config} --check {f['check_id']} --format json)")
         out.append("")
     if infos:
+        # one line: the command in it is copied whole
         out.append(f"(+{infos} info finding(s), not shown here: {command} findings --config {config} lists "
                    "them with the others)")
     return "\n".join(out)
@@ -137,10 +147,10 @@ def render_healthy_delayed(findings: Sequence[Mapping[str, Any]], delayed: Seque
         alarms = sorted({f["check_id"] for f in findings if f.get("server") == name and f.get("status") == "open"
                          and f.get("severity") in ("critical", "warning") and not f.get("silenced")})
         if alarms:
-            lines.append(f"1 delayed replica flagged: {name} ({', '.join(alarms)})")
+            lines.append(_paragraph(f"1 delayed replica flagged: {name} ({', '.join(alarms)})"))
         else:
-            lines.append(f"1 delayed replica: behind, not at risk ({name}, SOURCE_DELAY "
-                         f"{result.details['sql_delay']} s: no warning or critical finding)")
+            lines.append(_paragraph(f"1 delayed replica: behind, not at risk ({name}, SOURCE_DELAY "
+                                    f"{result.details['sql_delay']} s: no warning or critical finding)"))
     return "\n".join(lines)
 
 
@@ -163,10 +173,10 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         stopped = Fleet.attach(workdir).down()
         if stopped:
             print(f"stopped the previous demo fleet: {', '.join(stopped)}")
-    print(f"starting the sandbox fleet (MySQL {dist.version}) from {topology} ...", flush=True)
+    print(_paragraph(f"starting the sandbox fleet (MySQL {dist.version}) from {topology} ..."), flush=True)
     fleet = Fleet.up(Topology.load(topology), workdir, dist=dist)
     try:
-        print(f"fleet up in {time.monotonic() - started:.0f} s: {', '.join(fleet.servers)}")
+        print(_paragraph(f"fleet up in {time.monotonic() - started:.0f} s: {', '.join(fleet.servers)}"))
         print("injecting faults ...", flush=True)
         results = scenarios.inject_demo_faults(fleet)
         for result in results:
@@ -176,34 +186,34 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         print(f"  - healthy: orders-delayed replicates orders-src with SOURCE_DELAY = {DEMO_DELAY_S} s")
         config = fleet.write_audit_config(config_out, warehouse=str(warehouse.resolve()),
                                           extra_servers=scenarios.extra_config_servers(results))
-        print(f"auditor config: {config}")
+        print(_paragraph(f"auditor config: {config}"))
         print("running the nightly job (collect + audit, Spark local mode) while the sources take writes ...",
               flush=True)
         warned = [f"{server} ({_WARNED[r.name]})" for r in results if r.name in _WARNED for server in r.servers]
         if warned:
             print(textwrap.fill(f"(its collection warnings for {', '.join(warned)} are injected faults; each is "
-                                "also a finding below)", width=100, initial_indent="  ", subsequent_indent="  ",
+                                "also a finding below)", width=WIDTH, initial_indent="  ", subsequent_indent="  ",
                                 break_on_hyphens=False), flush=True)
         audit_config = load_config(config)
         with LoadWriter(fleet, **DEMO_LOAD) as load:
             night = run_night(audit_config, fail_on="never", send_alerts=False)
             written = load.stop()
-        print_outcome(night.audited)
+        print_outcome(night.audited, width=WIDTH)
         run_id = night.run_id
         findings = read_arrow(str(warehouse.resolve()), "findings", run_id).to_pylist()
         print()
         print(render_report(findings, config=str(config_out), command=_command_name()))
         print(render_healthy_delayed(findings, [delayed]))
-        print("busy sources: " + ", ".join(f"{r.source} took {r.transactions} transaction(s) during the run"
-                                            for r in written))
+        print(_paragraph("busy sources: " + ", ".join(f"{r.source} took {r.transactions} transaction(s) during "
+                                                      "the run" for r in written)))
         report = write_fleet_report(audit_config, run_id)
         tables = sorted(p.name for p in warehouse.iterdir() if (p / "_delta_log").is_dir())
-        print(f"Delta tables written under {warehouse.resolve()} ({', '.join(tables)}); "
-              f"demo took {time.monotonic() - started:.0f} s.")
+        print(_paragraph(f"Delta tables written under {warehouse.resolve()} ({', '.join(tables)}); "
+                         f"demo took {time.monotonic() - started:.0f} s."))
         if report is not None:
-            print(f"fleet report (open it in a browser): {report}")
+            print(_paragraph(f"fleet report (open it in a browser): {report}"))
         exe = shlex.quote(_command_name())
-        print(f"next: {exe} findings --config {shlex.quote(str(config_out))}   |   {exe} explain errant_transactions")
+        print(f"next: {exe} findings --config {shlex.quote(str(config_out))}\n      {exe} explain errant_transactions")
         return 0
     finally:
         if keep:

@@ -105,6 +105,18 @@ def test_findings_table(audited, capsys):
     assert "findings of run run1 (5)" in out and "silenced: s1" in out and "r9" not in out
 
 
+def test_findings_table_keeps_check_ids_whole(audited, capsys):
+    """At 100 columns the table folds names and GTID sets, but every severity and check id is
+    printed whole on one line."""
+    assert main(["findings", "--config", audited, "--width", "100", "--format", "json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["findings", "--config", audited, "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 100
+    for r in rows:
+        assert r["check_id"] in out and r["severity"] in out
+
+
 def test_findings_without_audit(tmp_path, capsys):
     """findings on a warehouse never audited exits 1 and says to run first."""
     cfg = tmp_path / "a.yaml"

@@ -73,10 +73,17 @@ def test_demo_reports_each_injected_fault_and_writes_the_tables(demo_night):
                   "connections), billing-archive (wrong password in the config) are injected faults") \
         in re.sub(r"\s+", " ", out)
     # remediation lines ("what to do:", indented 6 or more) are wrapped for a terminal (one was 1,400 characters),
-    # at spaces only: a longer one is a single word, or a SQL comment kept whole
+    # at spaces only: a longer one is a single word, a SQL comment kept whole, or the hint for the lines left out,
+    # whose command is copied whole
     steps = [line for line in out[out.index("open\n====="):].splitlines() if line.startswith("      ")]
     assert steps and all(len(line) <= 100 or " " not in line.strip() or line.lstrip().startswith("--")
-                         for line in steps), [line for line in steps if len(line) > 100]
+                         or " more line(s): " in line for line in steps), [line for line in steps if len(line) > 100]
+
+    # so are the lines around the report (the run's summary, the tables written, the report's path, what to run
+    # next), but for the hint whose command is copied whole
+    around = out[:out.index("open\n=====")].splitlines() + out[out.index("\n1 delayed replica"):].splitlines()
+    assert all(len(line) <= 100 or " " not in line.strip() or "not shown here:" in line for line in around), \
+        [line for line in around if len(line) > 100]
 
     summaries = read_arrow(str(warehouse), "run_summary").to_pylist()
     assert len(summaries) == 1

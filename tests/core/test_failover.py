@@ -645,6 +645,12 @@ def test_a_sibling_refused_only_for_its_relay_log_makes_the_candidate_safe_after
     assert ("If s fails, promote r1 (safe_after_catch_up) once delayed has applied its relay log before being "
             f"repointed: delayed lacks 10 transaction(s) r1 no longer has in its binary logs ({S}:1-10) and holds "
             "them in its relay log, which the repoint would throw away") in finding.detail
+    # ... and its steps once: the ranking under it names r1 without repeating them (a fresh-user trial read the
+    # same five statements three times in one finding); the readiness rows keep the reason whole
+    assert finding.remediation.startswith("Candidates for s, best first: 1. r1 (safe_after_catch_up: the steps are "
+                                          "in the advice above); 2. delayed (safe_after_catch_up: ")
+    assert "delayed must first apply its relay log" not in finding.remediation
+    assert model.ranking_text().startswith(f"1. r1 (safe_after_catch_up: {reason}")
     # rows: the drained sibling is listed for every candidate (never quiet)
     rows = [r for r in failover_rows(model) if r["candidate"] == "r1" and r["sibling"] == "delayed"]
     assert [(r["sibling_result"], r["refusal"]) for r in rows] == [("streams", None)]
