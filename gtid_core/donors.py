@@ -170,7 +170,7 @@ def fetch_from_donor_steps(*, replica: str, replica_version: MySQLVersion | None
         f"check that SHOW REPLICA STATUS{ch} shows Replica_IO_Running Yes{reached} (if it shows a Last_IO_Errno "
         f"instead, or another Source_UUID, go back to {source} the same way: another server answers there, or "
         f"{name} purged them too); read SELECT @@GLOBAL.gtid_purged on {source}{tonight}; wait until SELECT "
-        f"GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds '{missing.to_text(multiline=False)}', and "
+        f"GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (that set includes the {missing.count()} {replica} lacks, '{missing.to_text(multiline=False)}', and "
         f"if it never does, {name} lacks what {source} purged since: go back and reprovision); {back}. "
         f"The CHANGE keeps SOURCE_AUTO_POSITION and the replication account, which must exist on {name} too; "
         f"{name} must accept {replica}'s connection (network, TLS)."

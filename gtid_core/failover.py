@@ -409,7 +409,14 @@ class FailoverModel:
         candidate keeps this False: unknown is never a positive)."""
         return bool(self.candidates) and all(c.verdict.unsafe for c in self.candidates)
 
-    def ranking_text(self, *, first_told: bool = False) -> str:
+    def ranking_sentence(self, *, first_told: bool = False) -> str:
+        """The findings' first line of what to do: the ranking, or the one candidate there is."""
+        if len(self.candidates) == 1:
+            only = self.ranking_text(first_told=first_told, numbered=False)
+            return f"The only replica of {self.source} to promote: {only}."
+        return f"Candidates for {self.source}, best first: {self.ranking_text(first_told=first_told)}."
+
+    def ranking_text(self, *, first_told: bool = False, numbered: bool = True) -> str:
         """'1. r2 (safe); 2. r1 (loses_transactions, loses 3 transaction(s): ...)' for texts: the
         first MAX_REASONS candidates, then how many more (every finding of a source carries it,
         so a source with 200 replicas would repeat 200 ranks in each of its 200 findings).
@@ -417,7 +424,7 @@ class FailoverModel:
         of a safe_after_catch_up choice), so its rank does not repeat them."""
         out = []
         for c in self.candidates[:MAX_REASONS]:
-            text = f"{c.rank}. {c.candidate} ({c.verdict}"
+            text = f"{f'{c.rank}. ' if numbered else ''}{c.candidate} ({c.verdict}"
             if c.verdict.unsafe:
                 text += f", {c.cost.text()}"
             if c.reasons and c.verdict is not Verdict.SAFE:
@@ -1036,7 +1043,7 @@ FAILOVER_CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i
           "Prefer a better-ranked candidate (failover_readiness). To make this one safe: fix the findings "
           "it names first, salvage the transactions only a sibling has by replicating them to it first, "
           "neutralise errant GTIDs with empty transactions on the source, from which they replicate to the "
-          "siblings (SQL in the finding; never on this replica), fix log_replica_updates (log_slave_updates "
+          "siblings (each finding gives the SQL; never on this replica), fix log_replica_updates (log_slave_updates "
           "before 8.0.26) / log_bin / gtid_mode, give cloned servers their own server_uuid. A multi-source "
           "replica spreads what it applied from its other channels whatever is done with them: prefer "
           "another candidate.", version=2),
@@ -1262,7 +1269,7 @@ def _salvage_steps(model: FailoverModel, c: CandidateAssessment) -> list[str]:
                      f"channels ({_short(own)}): written on {c.candidate} itself, they belong to whichever "
                      f"cluster's data they changed. Its errant_transactions finding gives their SQL and the sources "
                      f"to run it on ({model.source} only if they belong to its data): one of them is enough; do not "
-                     "commit them on these siblings as well.")
+                     f"commit them on {model.source}'s other replicas as well.")
         steps.append(text)
     spread = GtidSet.EMPTY      # the other channels' GTIDs that would reach the siblings that stream
     for s in c.siblings:
@@ -1440,7 +1447,7 @@ def failover_findings(model: FailoverModel) -> list[Finding]:
         at_stake = c.lost or c.errant \
             or next((s.refused_missing for s in c.refused if s.refused_missing), None) or c.spread or None
         steps = _salvage_steps(model, c)
-        remediation = (f"Candidates for {model.source}, best first: {model.ranking_text(first_told=told)}.\n"
+        remediation = (f"{model.ranking_sentence(first_told=told)}\n"
                        + ("\n".join(steps) if steps else FAILOVER_CHECKS["failover_candidate_unsafe"].remediation))
         derived = c.derived and _restates(c.causes, Severity.WARNING)
         follows = (f" This follows from {_causes_text(c.causes)}: fix {'that' if len(c.causes) == 1 else 'those'} "
@@ -1490,6 +1497,6 @@ def failover_findings(model: FailoverModel) -> list[Finding]:
                       "unconfirmed": ", ".join(unconfirmed) or None,
                       "model_version": FAILOVER_MODEL_VERSION},
             severity=severity,
-            remediation=(f"Candidates, best first: {model.ranking_text()}.\nTo make {best.candidate} safe:\n"
+            remediation=(f"{model.ranking_sentence()}\nTo make {best.candidate} safe:\n"
                          + "\n".join(steps)) if steps else None))
     return out

@@ -1116,15 +1116,17 @@ def print_outcome(outcome: AuditOutcome, width: int | None = None) -> None:
     spaces to ``width`` columns for a reader (the demo)."""
     s = outcome.summary
 
-    def counts(value: Any) -> str:  # the summary stores its maps as JSON text
+    def counts(value: Any) -> str:  # the summary stores its maps as JSON text; severities gravest first
         mapping = json.loads(value) if isinstance(value, str) else dict(value or {})
-        return ", ".join(f"{k} {v}" for k, v in mapping.items() if v) or "none"
+        order = {"critical": 0, "warning": 1, "info": 2}
+        return ", ".join(f"{v} {k}" for k, v in sorted(mapping.items(), key=lambda kv: order.get(kv[0], 3))
+                         if v) or "none"
 
     line = (f"run {outcome.run_id}: {s['servers_audited']} server(s) audited, {s['servers_failed']} not "
             f"collected, {s['pairs_audited']} pair(s); open findings {s['findings_open']} "
             f"({counts(s['findings_by_severity'])}; {s['findings_silenced']} silenced), "
             f"resolved {s['findings_resolved']}; alerts: {counts(s['alerts_by_event'])}; "
-            f"exit code {outcome.exit_code} (--fail-on {s['fail_on']})")
+            f"exit code {outcome.exit_code} (--fail-on={s['fail_on']})")
     lines = [line] + [f"expired silence {sil.id} (expired {sil.expires}): {sil.reason}"
                       for sil in outcome.expired_silences]
     if outcome.jsonl_path:
@@ -1179,7 +1181,6 @@ def select_findings(rows: Iterable[Mapping[str, Any]], *, severity: str | None =
 def cmd_findings(args: argparse.Namespace) -> int:
     """``gtid-audit findings``: the latest audited run's findings as a table (delta-rs, no JVM)."""
     from rich.console import Console
-    from rich.table import Table
 
     from jobs.config import ConfigError, load_config
 
@@ -1229,18 +1230,6 @@ def cmd_findings(args: argparse.Namespace) -> int:
         for r in rows:
             print(_json(dict(r)))
         return 0
-    table = Table(title=f"findings of run {run_id} ({len(rows)})", show_lines=False)
-    for col in ("severity", "check_id", "cluster", "server", "source", "channel", "gtid_set", "status", "first_seen"):
-        # a narrow terminal folds names and GTID sets, never a severity or a check id (what one greps for)
-        whole = col in ("severity", "check_id")
-        table.add_column(col, overflow="fold", no_wrap=whole,
-                         min_width=max((len(r[col]) for r in rows), default=len(col)) if whole else None)
-    for r in rows:
-        status = r["status"] + (f" (silenced: {r['silence_id']})" if r.get("silenced") else "")
-        channel = r.get("channel")
-        table.add_row(r["severity"], r["check_id"], r.get("cluster") or "", r["server"], r.get("source") or "",
-                      "" if channel is None else (channel or "(default)"), r.get("gtid_set") or "",
-                      status, str(r["first_seen"]))
     # piped into a file or a pager: wide enough that cells do not wrap into fragments
     width = args.width or (None if sys.stdout.isatty() else 400)
 
@@ -1249,8 +1238,57 @@ def cmd_findings(args: argparse.Namespace) -> int:
             self.quiet = True
             raise BrokenPipeError
 
-    PipedConsole(width=width).print(table)
+    console = PipedConsole(width=width)
+    console.print(findings_table(rows, f"findings of run {run_id} ({len(rows)})", console.width))
     return 0
+
+
+#: The findings table's columns; the GTID set is the one cell that folds, every other one is kept whole.
+FINDINGS_COLUMNS = ("severity", "check_id", "cluster", "server", "source", "channel", "gtid_set", "status",
+                    "first_seen")
+#: The least room a GTID set gets in the wide layout (a UUID is 36 characters).
+MIN_GTID_SET_WIDTH = 24
+
+
+def findings_table(rows: Sequence[Mapping[str, Any]], title: str, width: int) -> Any:
+    """The rich table ``findings`` prints, ``width`` columns wide at most.
+
+    One column per field when every name, severity and check id fits whole beside a GTID set of
+    ``MIN_GTID_SET_WIDTH`` columns; on a narrower terminal three columns (severity, check id, and
+    the finding: where, its GTID set, its status and first night), so that only a GTID set ever
+    folds (a name cut into four-character rows could not be read)."""
+    from rich.table import Table
+
+    def cells(r: Mapping[str, Any]) -> dict[str, str]:
+        channel = r.get("channel")
+        return {"severity": r["severity"], "check_id": r["check_id"], "cluster": r.get("cluster") or "",
+                "server": r["server"], "source": r.get("source") or "",
+                "channel": "" if channel is None else (channel or "(default)"), "gtid_set": r.get("gtid_set") or "",
+                "status": r["status"] + (f" (silenced: {r['silence_id']})" if r.get("silenced") else ""),
+                "first_seen": str(r["first_seen"])}
+
+    shown = [cells(r) for r in rows]
+    longest = {c: max([len(c)] + [len(x[c]) for x in shown]) for c in FINDINGS_COLUMNS}
+    # each column has a border and one space of padding either side
+    wide = sum(longest[c] + 3 for c in FINDINGS_COLUMNS if c != "gtid_set") + MIN_GTID_SET_WIDTH + 3 + 1
+    table = Table(title=title, show_lines=width < wide)
+    if width >= wide:
+        for c in FINDINGS_COLUMNS:
+            table.add_column(c, overflow="fold", no_wrap=c != "gtid_set",
+                             min_width=None if c == "gtid_set" else longest[c])
+        for x in shown:
+            table.add_row(*(x[c] for c in FINDINGS_COLUMNS))
+        return table
+    for c in ("severity", "check_id"):
+        table.add_column(c, no_wrap=True, min_width=longest[c])
+    table.add_column("finding", overflow="fold")
+    for x in shown:
+        named = x["channel"] not in ("", "(default)")
+        where = x["server"] + (f" <- {x['source']}" if x["source"] else "") \
+            + (f" (channel {x['channel']!r})" if named else "") + (f" [{x['cluster']}]" if x["cluster"] else "")
+        lines = [where] + ([x["gtid_set"]] if x["gtid_set"] else []) + [f"{x['status']} since {x['first_seen']}"]
+        table.add_row(x["severity"], x["check_id"], "\n".join(lines))
+    return table
 
 
 def check_catalogue() -> dict[str, Any]:
@@ -1269,12 +1307,16 @@ def explain_text(check_id: str) -> str:
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise AuditError(f"unknown check {check_id!r}; {hint}known checks: {', '.join(sorted(catalogue))}")
     check_id = info.check_id
+    def paragraph(text: str) -> str:   # at spaces only: an error name or a statement stays whole
+        return textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+
     lines = [f"{check_id}: {info.title}",
              f"default severity: {info.default_severity.value}   scope: {info.scope}   version: {info.version}",
-             "", "what it means:", f"  {info.meaning}"]
+             "", "what it means:", paragraph(info.meaning)]
     if info.server_error:
-        lines += ["", "server error:", f"  {info.server_error}"]
-    lines += ["", "what to do:", f"  {info.remediation}"]
+        lines += ["", "server error:", paragraph(info.server_error)]
+    lines += ["", "what to do:", paragraph(info.remediation)]
     return "\n".join(lines)
 
 

@@ -173,7 +173,8 @@ def run_demo(*, topology: Path, workdir: Path, config_out: Path, warehouse: Path
         stopped = Fleet.attach(workdir).down()
         if stopped:
             print(f"stopped the previous demo fleet: {', '.join(stopped)}")
-    print(_paragraph(f"starting the sandbox fleet (MySQL {dist.version}) from {topology} ..."), flush=True)
+    print(_paragraph(f"sandbox topology: {topology}"))
+    print(f"starting the sandbox fleet (MySQL {dist.version}) ...", flush=True)
     fleet = Fleet.up(Topology.load(topology), workdir, dist=dist)
     try:
         print(_paragraph(f"fleet up in {time.monotonic() - started:.0f} s: {', '.join(fleet.servers)}"))

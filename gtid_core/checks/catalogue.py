@@ -64,7 +64,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER (1885), reported by the replica as fatal error 1236 / 13114",
           "Find out why the replica has those transactions (source binary log lost after a crash with "
           "sync_binlog != 1, writes on the replica). Replicate what the source lost back to it, or commit "
-          "empty transactions with those GTIDs on the source (SQL in the finding).",
+          "empty transactions with those GTIDs on the source (each finding gives the SQL).",
           version=4),  # v2: every tag of the source's uuid counts (9.7 verified); v3: per-release-line rule
                        # from the server source (no check before 5.6.23 / 5.7.6), read order; v4: an 8.3+
                        # replica sends no tagged GTID to a source older than 8.3 (reconnect.announced_gtid_set)
@@ -112,7 +112,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "ER_SLAVE_HAS_MORE_GTIDS_THAN_MASTER after a failover",
           "Check what the transactions changed. If they are harmless or wanted everywhere, commit empty "
           "transactions with these GTIDs on the source, or on the top of its chain when the source is itself a replica: they "
-          "replicate to every replica, and the servers that have them skip them (SQL in the finding); "
+          "replicate to every replica, and the servers that have them skip them (each finding gives the SQL); "
           "if they must not exist, reprovision the replica.",
           version=4),  # v2: unconfirmed (warning) when the replica was not read before its source;
     # v3: a replica group's own view changes left out (view_change_uuid) or info (the group name, before 8.3);
@@ -269,7 +269,7 @@ CHECKS: Mapping[str, CheckInfo] = MappingProxyType({i.check_id: i for i in [
           "Find out what the transactions changed (mysqlbinlog on the member's binary logs, "
           "--include-gtids). If the change must stay, make the group have it: apply it on the primary. "
           "If it must not, or it is harmless, either commit empty transactions with these GTIDs on the "
-          "primary (SQL in the finding) so that the member's set becomes a subset, or reprovision the "
+          "primary (each finding gives the SQL) so that the member's set becomes a subset, or reprovision the "
           "member with a clone (CLONE INSTANCE FROM a member, or Shell's cluster.rejoinInstance with "
           "recoveryMethod clone)."),
     _info("group_member_unrecoverable", Severity.WARNING, "group",

@@ -121,7 +121,7 @@ def relate_to_stopped_receiver(findings: list[Finding]) -> list[Finding]:
             tail = (f" But the source would refuse that receiver now ({refused}): resolve what replication_stopped "
                     "names first." if refused else "")
             f = replace(f, remediation=f"{f.remediation}\n{_CAUSED_BY_STOPPED_RECEIVER[f.check_id]} "
-                                       f"(replication_stopped on this channel): one action for the findings it names.{tail}")
+                                       f"(replication_stopped on this channel): starting it once serves that finding and this one.{tail}")
         out.append(f)
     return out
 

@@ -102,8 +102,8 @@ def check_source_purged_required_gtids(pair: _Pair) -> list[Finding]:
             detail = (
                 f"Source {pair.source_name} has purged {missing.count()} transaction(s) that replica "
                 f"{pair.replica_name} does not have ({_short(missing)}). On its next connect the source will "
-                f"refuse it with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS} (fatal error 1236 'purged required "
-                f"binary logs'). The replica cannot catch up from this source."
+                f"refuse it with {ER_MASTER_HAS_PURGED_REQUIRED_GTIDS} (fatal error 1236 / 13114 'purged "
+                f"required binary logs'). The replica cannot catch up from this source."
             )
             title = f"{pair.source_name} purged transactions {pair.replica_name} lacks"
         else:

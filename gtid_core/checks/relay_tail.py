@@ -199,8 +199,8 @@ def check_incomplete_relay_log_tail(pair: _Pair) -> list[Finding]:
                "announces it on reconnect and will not receive the rest.")
     else:
         severity = Severity.WARNING
-        why = ("The receiver is stopped in the middle of the transaction; the boundary parser kept the GTID out "
-               "of Retrieved_Gtid_Set, so it is fetched again when the receiver restarts, but the applier "
+        why = ("The boundary parser kept the GTID out of Retrieved_Gtid_Set, so the transaction is fetched again "
+               "whole when the receiver restarts, but the applier "
                "waits until then, and the source must still have it.")
     dropped = ch.relay_tail_first_event
     where = f"{opened.log_name}:{opened.pos}" if opened is not None else None

@@ -103,7 +103,7 @@ def test_run_finds_faults_then_resolves_them(fleet_factory, spark, alertmanager_
     assert (f"On r3: STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = {src_port}; "
             f"START REPLICA; check that SHOW REPLICA STATUS shows Replica_IO_Running Yes with Source_UUID "
             f"'{fleet.server('src').server_uuid}' (") in refused["remediation"], refused["remediation"]
-    assert (f"returns 1 (it holds '{refused['gtid_set']}', and if it never does, src lacks what r1 purged since: go back "
+    assert (f"returns 1 (that set includes the {refused['gtid_count']} r3 lacks, '{refused['gtid_set']}', and if it never does, src lacks what r1 purged since: go back "
             "and reprovision); STOP REPLICA; CHANGE REPLICATION SOURCE TO SOURCE_HOST = "
             f"'127.0.0.1', SOURCE_PORT = {r1_port}; "
             "START REPLICA.") in refused["remediation"], refused["remediation"]

@@ -276,7 +276,7 @@ def test_near_purge_horizon_stopped_replica_needs_oldest_file():
     stop = one(findings, "replication_stopped")     # one stopped receiver: the two findings name each other
     assert stop.remediation.startswith("Start it (START REPLICA)")
     assert "causes replica_near_purge_horizon on this channel" in stop.remediation
-    assert "(replication_stopped on this channel): one action for the findings it names." in f.remediation
+    assert "(replication_stopped on this channel): starting it once serves that finding and this one." in f.remediation
 
 
 def test_stopped_receiver_that_the_source_would_refuse_is_not_told_to_start():

@@ -138,8 +138,8 @@ def test_the_steps_name_both_addresses_the_checks_the_wait_and_other_donors():
             f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Replica_IO_Running Yes with Source_UUID "
             f"'{D}' (if it shows a Last_IO_Errno instead, or another Source_UUID, go back to s the same way: another "
             f"server answers there, or d purged them too); read SELECT @@GLOBAL.gtid_purged on s (the audit read "
-            f"'{S}:1-10'); wait until SELECT GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it holds "
-            f"'{S}:8-10', and if it never does, d lacks what s purged since: go back and reprovision); STOP REPLICA{ch}; "
+            f"'{S}:1-10'); wait until SELECT GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (that set "
+            f"includes the 3 r lacks, '{S}:8-10', and if it never does, d lacks what s purged since: go back and reprovision); STOP REPLICA{ch}; "
             f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '10.0.0.1', SOURCE_PORT = 3306{ch}; START REPLICA{ch}.") \
         in text
 

@@ -650,6 +650,10 @@ def test_a_sibling_refused_only_for_its_relay_log_makes_the_candidate_safe_after
     assert finding.remediation.startswith("Candidates for s, best first: 1. r1 (safe_after_catch_up: the steps are "
                                           "in the advice above); 2. delayed (safe_after_catch_up: ")
     assert "delayed must first apply its relay log" not in finding.remediation
+    # a source with one replica has no ranking to give (a trial read "best first: 1." of one)
+    single = model_failover(source(f"{S}:1-20"), [replica("r1", R1, 2, f"{S}:1-20,{X}:1")])
+    [only] = failover_findings(single)[:1]
+    assert only.remediation.startswith("The only replica of s to promote: r1 (propagates_errant, spreads 1 GTID(s): ")
     assert model.ranking_text().startswith(f"1. r1 (safe_after_catch_up: {reason}")
     # rows: the drained sibling is listed for every candidate (never quiet)
     rows = [r for r in failover_rows(model) if r["candidate"] == "r1" and r["sibling"] == "delayed"]
