@@ -105,8 +105,8 @@ def test_the_refused_replica_is_told_which_servers_still_hold_what_its_source_pu
             f"START REPLICA{ch}; check that SHOW REPLICA STATUS{ch} shows Replica_IO_Running Yes with Source_UUID "
             f"'{d_uuid}' (if it shows a Last_IO_Errno instead, or another Source_UUID, go back to s the same way: "
             f"another server answers there, or d purged them too); read SELECT @@GLOBAL.gtid_purged on s (the audit "
-            f"read '{U}:1-15'); wait until SELECT GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (it "
-            f"holds '{U}:11-15', and if it never does, d lacks what s purged since: go back and reprovision); "
+            f"read '{U}:1-15'); wait until SELECT GTID_SUBSET('<that set>', @@GLOBAL.gtid_executed) returns 1 (that "
+            f"set includes the 5 r lacks, '{U}:11-15', and if it never does, d lacks what s purged since: go back and reprovision); "
             f"STOP REPLICA{ch}; CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h-s', SOURCE_PORT = 3306{ch}; "
             f"START REPLICA{ch}.") \
         in refused["remediation"]
