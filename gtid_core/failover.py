@@ -1394,11 +1394,20 @@ def _drain_condition(candidate: str, source: str, s: SiblingOutcome) -> str:
             f"another candidate ({s.sibling} holds them) or salvage them into {candidate} from {s.sibling}; then ")
 
 
+def _advice_drains(model: FailoverModel) -> list[SiblingOutcome]:
+    """The siblings whose relay-log steps the advice gives (:func:`_advice`): those that must apply
+    their relay logs before the repoint to a safe_after_catch_up first candidate; else none."""
+    best = model.candidates[0]
+    if best.verdict is not Verdict.SAFE_AFTER_CATCH_UP:
+        return []
+    return [s for s in best.siblings if s.needs_relay_log_applied]
+
+
 def _advice(model: FailoverModel) -> str:
     """Which replica to promote and what it costs, for every finding of this source."""
     best = model.candidates[0]
-    drains = [s for s in best.siblings if s.needs_relay_log_applied]
-    if best.verdict is Verdict.SAFE_AFTER_CATCH_UP and drains:
+    drains = _advice_drains(model)
+    if drains:
         names = _all_of([s.sibling for s in drains])
         steps = _apply_relay_log(best.channel, best.source_delay, best.version, stop_receiver=False,
                                  backlog=best.pending_relay)
@@ -1437,10 +1446,8 @@ def failover_findings(model: FailoverModel) -> list[Finding]:
     """
     out: list[Finding] = []
     advice = _advice(model)
-    best = model.candidates[0] if model.candidates else None
     # the advice gives the steps a safe_after_catch_up choice needs: the ranking under it does not repeat them
-    told = best is not None and best.verdict is Verdict.SAFE_AFTER_CATCH_UP and any(
-        s.needs_relay_log_applied for s in best.siblings)
+    told = bool(_advice_drains(model))
     for c in model.candidates:
         if not c.verdict.unsafe:
             continue

@@ -1111,29 +1111,34 @@ def audit_run(spark, config: GtidAuditConfig, *, run_id: str | None = None,
                         expired_silences=tuple(expired), delivery_error=delivery_error)
 
 
+def wrap_at_spaces(text: str, width: int = 100, indent: str = "", hang: str = "  ") -> str:
+    """``text`` wrapped for a reader's terminal at spaces only (a path, a GTID set, an error name
+    or a statement stays whole), every line indented by ``indent`` and the later ones by ``hang``
+    more."""
+    return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent + hang,
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def print_outcome(outcome: AuditOutcome, width: int | None = None) -> None:
     """The run's one-paragraph summary on stdout: one line (what scripts read), or wrapped at
     spaces to ``width`` columns for a reader (the demo)."""
     s = outcome.summary
 
-    def counts(value: Any) -> str:  # the summary stores its maps as JSON text; severities gravest first
+    def counts(value: Any, by_severity: bool = False) -> str:  # the summary stores its maps as JSON text
         mapping = json.loads(value) if isinstance(value, str) else dict(value or {})
-        order = {"critical": 0, "warning": 1, "info": 2}
-        return ", ".join(f"{v} {k}" for k, v in sorted(mapping.items(), key=lambda kv: order.get(kv[0], 3))
-                         if v) or "none"
+        items = sorted(mapping.items(), key=lambda kv: -severity_rank(kv[0])) if by_severity else mapping.items()
+        return ", ".join(f"{v} {k}" for k, v in items if v) or "none"
 
-    line = (f"run {outcome.run_id}: {s['servers_audited']} server(s) audited, {s['servers_failed']} not "
-            f"collected, {s['pairs_audited']} pair(s); open findings {s['findings_open']} "
-            f"({counts(s['findings_by_severity'])}; {s['findings_silenced']} silenced), "
-            f"resolved {s['findings_resolved']}; alerts: {counts(s['alerts_by_event'])}; "
-            f"exit code {outcome.exit_code} (--fail-on={s['fail_on']})")
-    lines = [line] + [f"expired silence {sil.id} (expired {sil.expires}): {sil.reason}"
-                      for sil in outcome.expired_silences]
+    lines = [f"run {outcome.run_id}: {s['servers_audited']} server(s) audited, {s['servers_failed']} not "
+             f"collected, {s['pairs_audited']} pair(s); open findings {s['findings_open']} "
+             f"({counts(s['findings_by_severity'], by_severity=True)}; {s['findings_silenced']} silenced), "
+             f"resolved {s['findings_resolved']}; alerts: {counts(s['alerts_by_event'])}; "
+             f"exit code {outcome.exit_code} (--fail-on={s['fail_on']})"]
+    lines += [f"expired silence {sil.id} (expired {sil.expires}): {sil.reason}" for sil in outcome.expired_silences]
     if outcome.jsonl_path:
         lines.append(f"alert feed: {outcome.jsonl_path}")
     for line in lines:
-        print(line if width is None else textwrap.fill(line, width=width, subsequent_indent="  ",
-                                                       break_long_words=False, break_on_hyphens=False))
+        print(line if width is None else wrap_at_spaces(line, width))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1307,16 +1312,12 @@ def explain_text(check_id: str) -> str:
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise AuditError(f"unknown check {check_id!r}; {hint}known checks: {', '.join(sorted(catalogue))}")
     check_id = info.check_id
-    def paragraph(text: str) -> str:   # at spaces only: an error name or a statement stays whole
-        return textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="  ",
-                             break_long_words=False, break_on_hyphens=False)
-
     lines = [f"{check_id}: {info.title}",
              f"default severity: {info.default_severity.value}   scope: {info.scope}   version: {info.version}",
-             "", "what it means:", paragraph(info.meaning)]
+             "", "what it means:", wrap_at_spaces(info.meaning, indent="  ", hang="")]
     if info.server_error:
-        lines += ["", "server error:", paragraph(info.server_error)]
-    lines += ["", "what to do:", paragraph(info.remediation)]
+        lines += ["", "server error:", wrap_at_spaces(info.server_error, indent="  ", hang="")]
+    lines += ["", "what to do:", wrap_at_spaces(info.remediation, indent="  ", hang="")]
     return "\n".join(lines)
 
 

@@ -58,7 +58,9 @@ WIDTH = 100
 
 def _paragraph(text: str, width: int = WIDTH) -> str:
     """``text`` wrapped at spaces to ``width`` columns, its later lines indented by two."""
-    return textwrap.fill(text, width=width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    from jobs.audit import wrap_at_spaces
+
+    return wrap_at_spaces(text, width)
 
 
 def render_report(findings: Sequence[Mapping[str, Any]], *, width: int = WIDTH,
