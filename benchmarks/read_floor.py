@@ -24,6 +24,7 @@ the read's floor and the JIT").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -34,6 +35,34 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def simulated_groups(clusters: int, latency: str, prefix: str):
+    """``clusters`` simulated 9.7.4 groups (a source and two replicas each, no TLS) served by one
+    simulator process for the duration: yields ``(specs, password)``, the servers as the
+    collector's ``ServerSpec`` values and the audit account's password. Also used by
+    benchmarks/read_task_cpu.py."""
+    sys.path.insert(0, str(ROOT))
+    from jobs.sandbox.sim import FleetBuilder, Simulator
+    from jobs.server_spec import ServerSpec
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    builder = FleetBuilder(seed=21)
+    for i in range(clusters):
+        builder.cluster(f"c{i}", "9.7.4", replicas=2)
+    fleet = builder.fleet()
+    fleet.save(work / "fleet.json")
+    fleet.write_audit_config(work / "sim.yaml", warehouse=str(work / "wh"), password_file=work / "sim.pw")
+    sim = Simulator(work / "fleet.json", lifetime_s=1800, latency=latency, workdir=work)
+    sim.start()
+    try:
+        yield ([ServerSpec(name=s.name, host=s.host, port=s.port, user="audit", connect_timeout_s=5,
+                           read_timeout_s=10, password_file=str(work / "sim.pw"), tls=None) for s in fleet.servers],
+               (work / "sim.pw").read_text().strip())
+    finally:
+        sim.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,23 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     from mysql.connector.connection import MySQLConnection
 
     from jobs import collector
-    from jobs.sandbox.sim import FleetBuilder, Simulator
-    from jobs.server_spec import ReadSettings, ServerSpec
+    from jobs.server_spec import ReadSettings
 
-    work = Path(tempfile.mkdtemp(prefix="gtid-read-floor-"))
-    builder = FleetBuilder(seed=21)
-    for i in range(args.clusters):
-        builder.cluster(f"c{i}", "9.7.4", replicas=2)
-    fleet = builder.fleet()
-    fleet.save(work / "fleet.json")
-    fleet.write_audit_config(work / "sim.yaml", warehouse=str(work / "wh"), password_file=work / "sim.pw")
-    sim = Simulator(work / "fleet.json", lifetime_s=1800, latency=args.latency, workdir=work)
-    sim.start()
-    try:
-        password = (work / "sim.pw").read_text().strip()
-        specs = [ServerSpec(name=s.name, host=s.host, port=s.port, user="audit", connect_timeout_s=5,
-                            read_timeout_s=10, password_file=str(work / "sim.pw"), tls=None)
-                 for s in fleet.servers]
+    with simulated_groups(args.clusters, args.latency, "gtid-read-floor-") as (specs, password):
         ctx = collector.RunContext("bench", dt.date.today(), ReadSettings(server_deadline_s=60))
 
         statements: dict[str, list[tuple[str, tuple]]] = {}
@@ -126,9 +141,6 @@ def main(argv: list[str] | None = None) -> int:
                           f"{1000 * (t1.system - t0.system) / args.reads:.2f} ms | "
                           f"{1000 * (w1 - w0) / args.reads:.2f} ms |", flush=True)
         print(f"load average after {os.getloadavg()[0]:.2f}")
-    finally:
-        sim.stop()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

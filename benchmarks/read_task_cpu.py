@@ -26,9 +26,7 @@ import argparse
 import datetime as dt
 import os
 import resource
-import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,22 +55,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs import collector, read_plan, read_staging
     from jobs.collect import _groups
-    from jobs.sandbox.sim import FleetBuilder, Simulator
-    from jobs.server_spec import ReadSettings, ServerSpec
+    from jobs.server_spec import ReadSettings
+    from read_floor import simulated_groups
 
-    work = Path(tempfile.mkdtemp(prefix="gtid-read-task-"))
-    builder = FleetBuilder(seed=21)
-    for i in range(args.clusters):
-        builder.cluster(f"c{i}", "9.7.4", replicas=2)
-    fleet = builder.fleet()
-    fleet.save(work / "fleet.json")
-    fleet.write_audit_config(work / "sim.yaml", warehouse=str(work / "wh"), password_file=work / "sim.pw")
-    sim = Simulator(work / "fleet.json", lifetime_s=1800, latency=args.latency, workdir=work)
-    sim.start()
-    try:
-        specs = [ServerSpec(name=s.name, host=s.host, port=s.port, user="audit", connect_timeout_s=5,
-                            read_timeout_s=10, password_file=str(work / "sim.pw"), tls=None)
-                 for s in fleet.servers]
+    with simulated_groups(args.clusters, args.latency, "gtid-read-task-") as (specs, _):
         settings = dataclasses.replace(ReadSettings(server_deadline_s=60), per_task_concurrency=args.threads)
         ctx = collector.RunContext("bench", dt.date.today(), settings)
         probes = {s.name: collector.probe_server(s, settings) for s in specs}
@@ -129,9 +115,6 @@ def main(argv: list[str] | None = None) -> int:
                       f" | {1000 * (w1 - w0) / reads:.2f} ms | {(u1.ru_nvcsw - u0.ru_nvcsw) / reads:.0f} / "
                       f"{(u1.ru_nivcsw - u0.ru_nivcsw) / reads:.0f} | {failed} |", flush=True)
         print(f"load average after {os.getloadavg()[0]:.2f}")
-    finally:
-        sim.stop()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
