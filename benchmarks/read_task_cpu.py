@@ -3,11 +3,12 @@ the task with PySpark's hand-over of its rows, in one process without a JVM (iss
 
 In a night of ``benchmarks/scale_fleet.py`` the Python workers spend about 1.2 ms a server more than
 ``benchmarks/read_floor.py``'s bare read. This takes the job's read task apart, alternating, on
-the same simulated servers (9.7.4 groups of a source and two replicas, no TLS):
+the same simulated servers (9.7.4 groups of a source and two replicas, no TLS), each measurement
+``--passes`` reads of every server:
 
 * ``bare read``: ``jobs.collector.read_server`` of every server on a pool of ``--threads`` threads;
-* ``read task``: ``jobs.read_staging.staged_partition`` over the whole fleet as one task with
-  ``per_task_concurrency = --threads``, planned as a later night plans it (every server probed once
+* ``read task``: ``jobs.read_staging.staged_partition`` over ``--passes`` copies of the fleet's groups
+  as one task with ``per_task_concurrency = --threads``, planned as a later night plans it (every server probed once
   beforehand, ``plan_read_order``, the resolver's inventory): the waves of a group in order, the
   rows checked against their schemas, each made a staging row;
 * ``read task + hand-over``: the same, and each staging row then goes through what
@@ -17,8 +18,8 @@ the same simulated servers (9.7.4 groups of a source and two replicas, no TLS):
 Client CPU is user + system time of this process (``os.times()``) per server read; context
 switches are the process's (``getrusage``), voluntary (a thread waited: a socket, the GIL) and
 not. The pure-Python protocol only. Usage: python benchmarks/read_task_cpu.py [--clusters 20]
-[--passes 10] [--threads 32] [--rounds 3] [--only bare|task|hand-over] [--no-waves]. The figures are in docs/benchmarks.md ("Issue #21's 3 ms: the read's
-floor and the JIT").
+[--passes 10] [--threads 32] [--rounds 3] [--only bare|task|hand-over] [--no-waves]. The
+figures are in docs/benchmarks.md ("Issue #21's 3 ms: the read's floor and the JIT").
 """
 from __future__ import annotations
 
@@ -77,20 +78,21 @@ def main(argv: list[str] | None = None) -> int:
             return sum(1 for r in results if r.errors)
 
         def task(hand_over: bool) -> int:
-            failed = 0
-            for _ in range(args.passes):
-                batch = []
-                for row in read_staging.staged_partition([groups], ctx, inventory):
-                    if row[0] == "collection_errors":
-                        failed += 1
-                    if hand_over:
-                        verify(row)
-                        batch.append(schema.toInternal(row))
-                        if len(batch) == 100:
-                            pickler.dumps(batch)
-                            batch = []
-                if batch:
-                    pickler.dumps(batch)
+            # one task reads every pass, as one task of a night reads its thousands of servers: a
+            # task per pass would leave its threads idle at each pass's end (fewer reads at once,
+            # each of them waiting more), which a night's task does not
+            failed, batch = 0, []
+            for row in read_staging.staged_partition([groups * args.passes], ctx, inventory):
+                if row[0] == "collection_errors":
+                    failed += 1
+                if hand_over:
+                    verify(row)
+                    batch.append(schema.toInternal(row))
+                    if len(batch) == 100:
+                        pickler.dumps(batch)
+                        batch = []
+            if batch:
+                pickler.dumps(batch)
             return failed
 
         runs = [("bare read", bare), ("read task", lambda: task(False)),
