@@ -10,8 +10,8 @@ then, alternating, on 1 and on N threads of one process:
 * ``stock connector``: a ``mysql.connector.connection.MySQLConnection`` of the installed connector,
   none of the collector's classes, a dictionary cursor, each server's recorded statements in
   order (a failing one, such as a relay log the simulator has not got, gets a fresh cursor as the
-  collector's does), ``fetchall`` of every result: what the pure-Python protocol costs for the
-  same work before anything is done with the rows.
+  collector's does), ``fetchall`` of every result: what the pure-Python protocol and its
+  dictionary cursor cost for the same work before anything more is done with the rows.
 
 Client CPU is user + system time of this process (``os.times()``) over the reads, per read; the
 simulator runs in its own processes on the same cores. The pure-Python protocol only (the C
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         per_server = sum(map(len, statements.values())) / len(statements)
         print(f"cores {os.cpu_count()}  load average before {os.getloadavg()[0]:.2f}  servers {len(specs)}  "
               f"statements per read {per_server:.1f}  connector {mysql.connector.__version__} (pure Python)  "
-              f"latency {args.latency} ms  reads per row {args.reads}")
+              f"latency {args.latency} ms  reads per measurement {args.reads}")
         print("| read | threads | client CPU per read | of it system | wall per read |")
         print("|---|---:|---:|---:|---:|")
         runs = [("collector", with_collector), ("stock connector, same statements", with_stock_connector)]

@@ -1,16 +1,17 @@
 """Where the read task's Python goes beyond the read itself: the bare read, the job's read task, and
 the task with PySpark's hand-over of its rows, in one process without a JVM (issue #21, stop 63).
 
-In a night of ``benchmarks/scale_fleet.py`` the Python workers spend about 1.2 ms a server more than
+In a night of ``benchmarks/scale_fleet.py`` the Python workers spend 0.7-1.5 ms a server more than
 ``benchmarks/read_floor.py``'s bare read. This takes the job's read task apart, alternating, on
 the same simulated servers (9.7.4 groups of a source and two replicas, no TLS), each measurement
 ``--passes`` reads of every server:
 
 * ``bare read``: ``jobs.collector.read_server`` of every server on a pool of ``--threads`` threads;
-* ``read task``: ``jobs.read_staging.staged_partition`` over ``--passes`` copies of the fleet's groups
-  as one task with ``per_task_concurrency = --threads``, planned as a later night plans it (every server probed once
-  beforehand, ``plan_read_order``, the resolver's inventory): the waves of a group in order, the
-  rows checked against their schemas, each made a staging row;
+* ``read task``: ``jobs.read_staging.staged_partition`` over ``--passes`` copies of the fleet's
+  groups as one task with ``per_task_concurrency = --threads``, planned from a probe of every
+  server as a first night plans (``plan_read_order``, the resolver's inventory; a later night's
+  reuse of binary-log headers is not exercised): the waves of a group in order, the rows checked
+  against their schemas, each made a staging row;
 * ``read task + hand-over``: the same, and each staging row then goes through what
   ``createDataFrame(rdd, staging_schema())`` runs in the Python worker: the schema's verifier,
   ``toInternal``, and pickling in batches of 100 (PySpark's ``CPickleSerializer``).
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             run()
         reads = len(specs) * args.passes
         print(f"cores {os.cpu_count()}  load average before {os.getloadavg()[0]:.2f}  servers {len(specs)}  "
-              f"reads per row {reads}  threads {args.threads}  latency {args.latency} ms")
+              f"reads per measurement {reads}  threads {args.threads}  latency {args.latency} ms")
         print("| round | read | client CPU per server | of it system | wall per server | context switches per server "
               "(voluntary / not) | failed reads |")
         print("|---:|---|---:|---:|---:|---:|---:|")
