@@ -28,7 +28,8 @@ and one row per night and phase: the job's phases are told apart by its output (
 ``collect phase=<probe|read|reread> servers=<n> seconds=<s>`` line ends each collection phase,
 the collect summary line ends ``collect-rest``, the audit's last log line ends audit, the
 printed outcome ends maintain (``maintenance.after_run``), ``report:`` the report; with
-``--keep`` each night's log is kept there as ``night-N.log``); ``start`` is what comes before
+``--keep`` each night's log is kept there as ``night-N.log``, its printed output as
+``night-N.out``); ``start`` is what comes before
 the first collection phase (JVM start, session, configuration, inventory, and on later nights
 planning from the previous tables until a phase begins by the job's count). For each: wall time, the job's own seconds and servers, client CPU
 seconds by process (utime + stime from /proc/<pid>/stat of the job's process tree at the phase
@@ -297,7 +298,7 @@ def _run(argv: list[str], sim: Simulator, log_file: Path | None = None) -> tuple
     (stderr) ends collect (``collect``, or ``collect-rest`` after phase lines); the audit's last
     log line (``run <id>: N open finding(s) ...``) ends audit, the printed outcome ends maintain
     (``maintenance.after_run``: retention, OPTIMIZE, VACUUM), ``report:`` the report. The job's
-    log is written to ``log_file`` when one is given."""
+    log is written to ``log_file`` when one is given, its standard output beside it (``.out``)."""
     start = time.monotonic()
     # unbuffered: the phase marks are the job's output lines, read as they are written
     proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", *argv], stdout=subprocess.PIPE,
@@ -342,13 +343,16 @@ def _run(argv: list[str], sim: Simulator, log_file: Path | None = None) -> tuple
 
     reader = threading.Thread(target=follow_stderr, daemon=True)
     reader.start()
+    out: list[str] = []
     for line in proc.stdout:
+        out.append(line)
         on_line(line, "stdout")
     proc.wait()
     reader.join()
     meter.stop()
     if log_file is not None:
         log_file.write_text("".join(err))
+        log_file.with_suffix(".out").write_text("".join(out))
     if proc.returncode not in (0, 2):
         print("".join(err)[-3000:], file=sys.stderr)
     return time.monotonic() - start, meter, proc.returncode
