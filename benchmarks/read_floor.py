@@ -27,14 +27,39 @@ import argparse
 import contextlib
 import datetime as dt
 import os
+import resource
 import shutil
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+class Cost(NamedTuple):
+    """What one measured run cost this process, per read: client CPU (user + system), system CPU
+    and wall time in ms, and context switches, voluntary (a thread waited) and not."""
+
+    cpu_ms: float
+    system_ms: float
+    wall_ms: float
+    voluntary: float
+    involuntary: float
+
+
+def measured(run: Callable[[], Any], reads: int) -> tuple[Any, Cost]:
+    """``run()``'s result and its :class:`Cost` per read over ``reads`` reads. Also used by
+    benchmarks/read_task_cpu.py."""
+    t0, w0, u0 = os.times(), time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    result = run()
+    t1, w1, u1 = os.times(), time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    system = t1.system - t0.system
+    return result, Cost(1000 * ((t1.user - t0.user) + system) / reads, 1000 * system / reads,
+                        1000 * (w1 - w0) / reads, (u1.ru_nvcsw - u0.ru_nvcsw) / reads,
+                        (u1.ru_nivcsw - u0.ru_nivcsw) / reads)
 
 
 @contextlib.contextmanager
@@ -132,14 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             for label, read in runs:
                 for threads in (int(t) for t in args.threads.split(",")):
-                    t0, w0 = os.times(), time.perf_counter()
-                    with ThreadPoolExecutor(threads) as pool:
-                        list(pool.map(read, range(args.reads)))
-                    t1, w1 = os.times(), time.perf_counter()
-                    cpu = (t1.user - t0.user) + (t1.system - t0.system)
-                    print(f"| {label} | {threads} | {1000 * cpu / args.reads:.2f} ms | "
-                          f"{1000 * (t1.system - t0.system) / args.reads:.2f} ms | "
-                          f"{1000 * (w1 - w0) / args.reads:.2f} ms |", flush=True)
+                    def on_pool(read=read, threads=threads) -> None:
+                        with ThreadPoolExecutor(threads) as pool:
+                            list(pool.map(read, range(args.reads)))
+
+                    _, cost = measured(on_pool, args.reads)
+                    print(f"| {label} | {threads} | {cost.cpu_ms:.2f} ms | {cost.system_ms:.2f} ms | "
+                          f"{cost.wall_ms:.2f} ms |", flush=True)
         print(f"load average after {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import resource
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -58,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from jobs import collector, read_plan, read_staging
     from jobs.collect import _groups
     from jobs.server_spec import ReadSettings
-    from read_floor import simulated_groups
+    from read_floor import measured, simulated_groups
 
     with simulated_groups(args.clusters, args.latency, "gtid-read-task-") as (specs, _):
         settings = dataclasses.replace(ReadSettings(server_deadline_s=60), per_task_concurrency=args.threads)
@@ -110,13 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         print("|---:|---|---:|---:|---:|---:|---:|")
         for r in range(1, args.rounds + 1):
             for label, run in runs:
-                t0, w0, u0 = os.times(), time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
-                failed = run()
-                t1, w1, u1 = os.times(), time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
-                cpu = (t1.user - t0.user) + (t1.system - t0.system)
-                print(f"| {r} | {label} | {1000 * cpu / reads:.2f} ms | {1000 * (t1.system - t0.system) / reads:.2f} ms"
-                      f" | {1000 * (w1 - w0) / reads:.2f} ms | {(u1.ru_nvcsw - u0.ru_nvcsw) / reads:.0f} / "
-                      f"{(u1.ru_nivcsw - u0.ru_nivcsw) / reads:.0f} | {failed} |", flush=True)
+                failed, cost = measured(run, reads)
+                print(f"| {r} | {label} | {cost.cpu_ms:.2f} ms | {cost.system_ms:.2f} ms | {cost.wall_ms:.2f} ms | "
+                      f"{cost.voluntary:.0f} / {cost.involuntary:.0f} | {failed} |", flush=True)
         print(f"load average after {os.getloadavg()[0]:.2f}")
     return 0
 
