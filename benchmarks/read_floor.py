@@ -90,6 +90,24 @@ def simulated_groups(clusters: int, latency: str, prefix: str):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def planned_reads(specs, threads: int):
+    """The read task's inputs for ``specs`` as a first night plans them (a probe of every server,
+    ``plan_read_order``): ``(ctx, groups, inventory)``, with ``per_task_concurrency = threads``.
+    Used by benchmarks/read_task_cpu.py and benchmarks/read_task_spark.py."""
+    import dataclasses
+
+    from jobs import collector, read_plan
+    from jobs.collect import _groups
+    from jobs.server_spec import ReadSettings
+
+    settings = dataclasses.replace(ReadSettings(server_deadline_s=60), per_task_concurrency=threads)
+    ctx = collector.RunContext("bench", dt.date.today(), settings)
+    probes = {s.name: collector.probe_server(s, settings) for s in specs}
+    plan = read_plan.plan_read_order(specs, probes)
+    return (ctx, _groups(plan, {s.name: s for s in specs}, probes),
+            read_plan.inventory_for_resolution(specs, probes))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clusters", type=int, default=10, help="simulated 9.7.4 groups of 3 servers")

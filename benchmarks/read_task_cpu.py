@@ -25,7 +25,6 @@ figures are in docs/benchmarks.md ("Issue #21's 3 ms: the read's floor and the J
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -48,25 +47,16 @@ def main(argv: list[str] | None = None) -> int:
 
     sys.modules["_mysql_connector"] = None   # the pure-Python protocol, as the job uses it
     sys.path.insert(0, str(ROOT))
-    import dataclasses
-
     from pyspark.serializers import CPickleSerializer
     from pyspark.sql.types import _make_type_verifier
 
-    from jobs import collector, read_plan, read_staging
-    from jobs.collect import _groups
-    from jobs.server_spec import ReadSettings
-    from read_floor import measured, simulated_groups
+    from jobs import collector, read_staging
+    from read_floor import measured, planned_reads, simulated_groups
 
     with simulated_groups(args.clusters, args.latency, "gtid-read-task-") as (specs, _):
-        settings = dataclasses.replace(ReadSettings(server_deadline_s=60), per_task_concurrency=args.threads)
-        ctx = collector.RunContext("bench", dt.date.today(), settings)
-        probes = {s.name: collector.probe_server(s, settings) for s in specs}
-        plan = read_plan.plan_read_order(specs, probes)
-        groups = _groups(plan, {s.name: s for s in specs}, probes)
+        ctx, groups, inventory = planned_reads(specs, args.threads)
         if args.no_waves:
             groups = [[wave] for group in groups for wave in group]
-        inventory = read_plan.inventory_for_resolution(specs, probes)
         schema = read_staging.staging_schema()
         verify = _make_type_verifier(schema)
         pickler = CPickleSerializer()

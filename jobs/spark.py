@@ -29,7 +29,7 @@ from jobs.config import SparkSettings
 from jobs.delta_jars import DELTA_CATALOG_CLASS, DELTA_EXTENSION_CLASS, installed_jars, require_delta_classes
 
 __all__ = ["build_session", "session_conf", "delta_conf", "DRIVER_BOUNDS", "LOCAL_TEST_CONF", "LOG4J2_PROPERTIES",
-           "LOCAL_DRIVER_MEMORY", "LOCAL_PAGE_SIZE",
+           "LOCAL_DRIVER_MEMORY", "LOCAL_PAGE_SIZE", "LOCAL_JIT_OPTIONS",
            "LOCAL_WORKER_DAEMON", "LOCAL_NO_CODEGEN", "local_defaults"]
 
 #: Quiet log4j2 configuration for sessions the job starts itself.
@@ -87,6 +87,22 @@ LOCAL_NO_CODEGEN: Mapping[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+
+#: HotSpot's JIT in the JVM a local run starts: its C1 compiler only (``TieredStopAtLevel=1``: no
+#: profiling tiers, no C2), with the 240 MB code cache the default tiers reserve (C1 only reserves
+#: 48 MB, and the night's compiled code takes about 62 MB: at 48 MB HotSpot spent the night
+#: flushing and recompiling, which is what made the audit slower when C1 only was first tried).
+#:
+#: Why (issue #21): the JVM of a night lives two to three minutes and runs a few hundred small
+#: queries, so C2's optimised code never pays back its compiling: at 10,000 simulated servers
+#: HotSpot's compilers took 66-79 s of a night's CPU, about a third of it. With these two options
+#: they take 9 s, the night's client CPU falls by 17-30 %, night 2's collection from 4.6-5.1 to
+#: 3.6-3.7 ms a server, and the nights took 139-153 s against 134-167 s. At 1,000 servers, where
+#: the default's compiling runs on an otherwise idle core, the audit took 5-10 s longer for 25-30 %
+#: less CPU (docs/benchmarks.md, "C1 only with its code cache").
+#: Local mode only, where it was measured; a ``spark.driver.extraJavaOptions`` of the user's
+#: replaces the job's options, these included (docs/deployment.md).
+LOCAL_JIT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 
 #: The heap of a local session's JVM, which holds the driver and the executors' caches and
 #: broadcasts alike (Spark's default is 1g). The demo's audit of its ten servers kept up to 779 MB
@@ -220,7 +236,7 @@ def build_session(settings: SparkSettings | None = None, *, dump_class_archive: 
             builder = builder.config("spark.sql.warehouse.dir", str(default_cache_dir() / "spark-warehouse"))
         # Spark's JVM logs errors only, from its first line (setLogLevel comes too late for
         # the start-up banner); the job's own logs carry the story
-        java_options = [f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"]
+        java_options = [f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}", *LOCAL_JIT_OPTIONS]
         # Delta's cached jars on the JVM's launch class path, its classes from the class
         # archive where one was built (jobs.class_archive)
         delta = _launch_delta_jars(settings)

@@ -110,8 +110,9 @@ def test_the_build_writes_an_archive_a_local_session_maps_spark_and_delta_classe
     """The build leaves the archive and its record, nothing temporary, and a second build finds it
     up to date. A session the job starts in local mode with that cache loads SparkContext and
     DeltaLog from it (HotSpot's class-load log says "shared objects file (top)": the dynamic
-    archive), has Delta's jars on its launch class path rather than in spark.jars, and writes and
-    reads a Delta table.
+    archive), has Delta's jars on its launch class path rather than in spark.jars, writes and
+    reads a Delta table, and runs HotSpot's C1 compiler only with a 240 MB code cache, as the JVM
+    itself reports its flags (``jobs.spark.LOCAL_JIT_OPTIONS``).
 
     The archive is the one ``make class-archive`` built for this installation (``make test`` runs
     it first: about 80 s not spent twice); without one, the test builds it into a cache of its own,
@@ -146,12 +147,17 @@ def test_the_build_writes_an_archive_a_local_session_maps_spark_and_delta_classe
               "s = build_session()\n"
               "s.range(5).write.format('delta').save(sys.argv[1])\n"
               "print('ROWS', s.read.format('delta').load(sys.argv[1]).count(), 'JARS', s.sparkContext.getConf().get('spark.jars', ''))\n"
+              "jvm = s._jvm\n"
+              "bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(\n"
+              "    jvm.java.lang.Class.forName('com.sun.management.HotSpotDiagnosticMXBean'))\n"
+              "print('JIT', *(bean.getVMOption(f).getValue() for f in ('TieredStopAtLevel', 'ReservedCodeCacheSize')))\n"
               "s.stop()\n")
     env["JDK_JAVA_OPTIONS"] = f"-Xlog:class+load=info:file={tmp_path}/classes-%p.log"
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "t")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "ROWS 5 JARS \n" in done.stdout, done.stdout[-2000:]
+    assert f"JIT 1 {240 * 1024 * 1024}\n" in done.stdout, done.stdout[-2000:]
     loads = "".join(p.read_text(errors="replace") for p in tmp_path.glob("classes-*.log"))
     for name in ("org.apache.spark.SparkContext", "org.apache.spark.sql.delta.DeltaLog"):
         assert f"{name} source: shared objects file (top)" in loads, f"{name} not from the archive"
