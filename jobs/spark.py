@@ -90,15 +90,15 @@ LOCAL_NO_CODEGEN: Mapping[str, str] = {
 
 #: HotSpot's JIT in the JVM a local run starts: its C1 compiler only (``TieredStopAtLevel=1``: no
 #: profiling tiers, no C2), with the 240 MB code cache the default tiers reserve (C1 only reserves
-#: 48 MB, and the night's compiled code takes about 62 MB: at 48 MB HotSpot spent the night
-#: flushing and recompiling, which is what made the audit slower when C1 only was first tried).
+#: 48 MB, and the night's compiled code takes about 62 MB: at 48 MB HotSpot flushed compiled
+#: methods to stay within it, and the audit was slower than with the default tiers).
 #:
-#: Why (issue #21): the JVM of a night lives two to three minutes and runs a few hundred small
+#: Why (issue #21): the JVM of a night lives one to three minutes and runs a few hundred small
 #: queries, so C2's optimised code never pays back its compiling: at 10,000 simulated servers
-#: HotSpot's compilers took 66-79 s of a night's CPU, about a third of it. With these two options
-#: they take 9 s, the night's client CPU falls by 17-30 %, night 2's collection from 4.6-5.1 to
+#: HotSpot's compilers took 66-78 s of a night's CPU, about a third of it. With these two options
+#: they take 9 s, the night's client CPU falls by 16-29 %, night 2's collection from 4.6-5.1 to
 #: 3.6-3.7 ms a server, and the nights took 139-153 s against 134-167 s. At 1,000 servers, where
-#: the default's compiling runs on an otherwise idle core, the audit took 5-10 s longer for 25-30 %
+#: the default's compiling runs on an otherwise idle core, the audit took 2-10 s longer for 22-30 %
 #: less CPU (docs/benchmarks.md, "C1 only with its code cache").
 #: Local mode only, where it was measured; a ``spark.driver.extraJavaOptions`` of the user's
 #: replaces the job's options, these included (docs/deployment.md).
