@@ -24,8 +24,8 @@ minutes also pay for the JIT's warm-up). The simulator is a child of this proces
 figures.
 
 Usage: python benchmarks/read_task_spark.py [--clusters 20] [--passes 100] [--tasks 2]
-[--threads 32] [--rounds 3] [--only python|noop|delta]. Figures: docs/benchmarks.md ("Issue #21's
-3 ms: the read's floor and the JIT").
+[--threads 32] [--rounds 3] [--only python|noop|delta]. Figures: docs/benchmarks.md ("C1 only with
+its code cache", "The read task in Spark's own workers").
 """
 from __future__ import annotations
 
